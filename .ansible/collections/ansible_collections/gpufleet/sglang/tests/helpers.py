@@ -1,0 +1,125 @@
+"""Builders for the things the tests run against: the installed collection and real venvs.
+
+Venvs live in a cache directory (GPUFLEET_TEST_CACHE, default ~/.cache/gpufleet-sglang-tests)
+so that a second run reuses them; each is rebuilt when its recipe changes.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUTPUT = REPO / "tests" / "output"
+CACHE = Path(os.environ.get("GPUFLEET_TEST_CACHE", Path.home() / ".cache" / "gpufleet-sglang-tests"))
+FIXTURES = REPO / "tests" / "fixtures"
+
+# Releases the discovery modules are tested against (see shared/sglang-facts.md for why these).
+SGLANG_RELEASES = ("0.5.6", "0.5.11", "0.5.16", "0.5.23")
+# What `python -m sglang.launch_server --help` needs on a CPU machine for 0.5.23.
+HELP_DEPS = ("torch==2.13.0", "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow",
+             "starlette", "msgspec", "pydantic", "pyzmq", "tqdm", "IPython", "aiohttp", "huggingface_hub",
+             "triton")
+
+_collections = None
+
+
+def run(argv, **kw):
+    check = kw.pop("check", True)
+    return subprocess.run([str(a) for a in argv], check=check, **kw)
+
+
+def collections_root():
+    """Build the collection tarball and install it; return the collections path."""
+    global _collections
+    if _collections:
+        return _collections
+    build = OUTPUT / "build"
+    root = OUTPUT / "collections"
+    shutil.rmtree(build, ignore_errors=True)
+    shutil.rmtree(root, ignore_errors=True)
+    build.mkdir(parents=True)
+    run(["ansible-galaxy", "collection", "build", "--force", "--output-path", build, REPO],
+        capture_output=True)
+    tarball = next(build.glob("gpufleet-sglang-*.tar.gz"))
+    run(["ansible-galaxy", "collection", "install", "--force", "-p", root, tarball], capture_output=True)
+    _collections = root
+    return root
+
+
+def _venv(name, recipe, build):
+    """Create CACHE/venvs/NAME with build(path) unless the same recipe made it already."""
+    path = CACHE / "venvs" / name
+    stamp = path / ".recipe"
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest:
+        return path
+    shutil.rmtree(path, ignore_errors=True)
+    run([sys.executable, "-m", "venv", path])
+    build(path)
+    stamp.write_text(digest)
+    return path
+
+
+def pip(venv, *args):
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", *args],
+        capture_output=True)
+
+
+def sglang_venv(version):
+    return _venv("sglang-%s" % version, ["sglang", version],
+                 lambda p: pip(p, "--no-deps", "sglang==%s" % version))
+
+
+def help_venv(version="0.5.23"):
+    """A venv where `python -m sglang.launch_server --help` really runs (CPU torch)."""
+    return _venv("help-sglang-%s" % version, ["help", version, HELP_DEPS],
+                 lambda p: (pip(p, *HELP_DEPS), pip(p, "--no-deps", "sglang==%s" % version)))
+
+
+def _local_checkout(name):
+    """A copy of tests/fixtures/localpkg outside the repo, as an operator's checkout would be."""
+    src = CACHE / "checkouts" / name
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(FIXTURES / "localpkg", src)
+    return src
+
+
+def _localpkg_digest():
+    h = hashlib.sha256()
+    for f in sorted((FIXTURES / "localpkg").rglob("*")):
+        if f.is_file():
+            h.update(f.relative_to(FIXTURES).as_posix().encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def editable_venv():
+    """PEP 660 editable install of a small package laid out like sglang."""
+    def build(p):
+        pip(p, "-e", _local_checkout("pep660"))
+    return _venv("editable-pep660", ["pep660", _localpkg_digest()], build)
+
+
+def legacy_editable_venv():
+    """Old-style editable install (setup.py develop, .egg-link) with setuptools < 64."""
+    def build(p):
+        pip(p, "setuptools<64", "wheel")
+        pip(p, "--no-build-isolation", "-e", _local_checkout("legacy"))
+    return _venv("editable-legacy", ["legacy", _localpkg_digest()], build)
+
+
+def empty_venv():
+    return _venv("empty", ["empty"], lambda p: None)
+
+
+def real_venvs():
+    return {
+        "0.5.23": sglang_venv("0.5.23"),
+        "0.5.6": sglang_venv("0.5.6"),
+        "editable": editable_venv(),
+        "legacy": legacy_editable_venv(),
+        "empty": empty_venv(),
+    }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a fresh Debian 12 machine (as root): Debian packages for the
+# containers, a project venv (.venv) with the pinned Python tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(podman runc fuse-overlayfs slirp4netns uidmap debootstrap iproute2 rsync git curl)
+missing=()
+for pkg in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing Python tools from requirements-dev.txt"
+  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  echo "$want" > "$stamp"
+fi
+
+# ansible-test fetches its pip bootstrap script from a host this network does not reach;
+# it documents that the script may be put in its cache by hand: ours bootstraps via ensurepip.
+at_dir=$(.venv/bin/python -c "import ansible_test, os; print(os.path.dirname(ansible_test.__file__))")
+mkdir -p "$HOME/.ansible/test/cache"
+for v in $(grep -ho "pip='[0-9.]*'" "$at_dir/_internal/python_requirements.py" | tr -dc '0-9.\n' | sort -u); do
+  cp tests/sanity/get_pip_offline.py "$HOME/.ansible/test/cache/get_pip_${v//./_}.py"
+done
