@@ -119,6 +119,7 @@ def real_venvs():
     return {
         "0.5.23": sglang_venv("0.5.23"),
         "0.5.6": sglang_venv("0.5.6"),
+        "0.5.16": sglang_venv("0.5.16"),
         "editable": editable_venv(),
         "legacy": legacy_editable_venv(),
         "empty": empty_venv(),

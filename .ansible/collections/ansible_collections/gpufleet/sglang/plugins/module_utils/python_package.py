@@ -52,18 +52,20 @@ try:
 except ImportError:
     md = None
 if md is not None:
-    candidates = []
-    try:
-        candidates += md.packages_distributions().get(name, [])
-    except Exception:
-        pass
-    candidates += [name, name.replace("_", "-")]
-    for cand in candidates:
+    def first_dist(candidates):
+        for cand in candidates:
+            try:
+                return md.distribution(cand)
+            except Exception:
+                continue
+        return None
+    # Same-named distribution first: packages_distributions() reads every RECORD (slow with torch).
+    dist = first_dist([name, name.replace("_", "-")])
+    if dist is None:
         try:
-            dist = md.distribution(cand)
-            break
+            dist = first_dist(md.packages_distributions().get(name, []))
         except Exception:
-            continue
+            dist = None
 if dist is not None:
     info = {"name": dist.metadata["Name"], "version": dist.version,
             "path": str(getattr(dist, "_path", "")) or None}

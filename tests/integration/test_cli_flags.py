@@ -1,0 +1,120 @@
+"""cli_flags through real ansible-playbook runs against real SGLang installs."""
+
+import pytest
+from helpers import help_venv
+
+MODULE = "gpufleet.sglang.cli_flags"
+
+
+@pytest.fixture(scope="module")
+def runnable_sglang():
+    """A venv where `python -m sglang.launch_server --help` really runs (0.5.23, CPU torch)."""
+    return help_venv("0.5.23")
+
+
+def launch_help(venv):
+    return [str(venv / "bin" / "python"), "-m", "sglang.launch_server", "--help"]
+
+
+def test_real_help_cross_checked_with_source_and_cached(playbook, runnable_sglang, tmp_path):
+    args = {"argv": launch_help(runnable_sglang), "cache": str(tmp_path / "cache")}
+    cold = playbook.module(MODULE, args)
+    assert not cold.get("failed"), cold.get("msg")
+    assert cold["method"] == "help" and cold["cached"] is False
+    assert cold["prog"] == "sglang"
+    assert cold["source_check"] == {"agrees": True, "help_only": [], "source_only": []}
+    assert cold["flag_count"] == 530 + 2  # --help shows 530; the source adds 2 hidden flags
+    assert cold["package"]["version"] == "0.5.23"
+    caps = cold["capabilities"]
+    assert caps["supports_dflash"] is True and caps["supports_ddtree"] is False
+    assert caps["flags"]["draft_window_size"] == "--speculative-draft-window-size"
+    assert len(cold["raw_help_sha256"]) == 64
+
+    warm = playbook.module(MODULE, args)
+    assert warm["cached"] is True and warm["cache_file"] == cold["cache_file"]
+    assert warm["flags"] == cold["flags"] and warm["capabilities"] == caps
+    assert warm["elapsed_s"] < cold["elapsed_s"]
+
+    # Check mode reads the cache but never writes one.
+    fresh = tmp_path / "cache-check"
+    checked = playbook.module(MODULE, dict(args, cache=str(fresh)), check=True)
+    assert checked["cached"] is False and not fresh.exists()
+
+
+def test_auto_falls_back_to_source_when_help_cannot_import(playbook, venvs):
+    # --no-deps install: `--help` dies on the missing numpy, the source still tells the truth.
+    r = playbook.module(MODULE, {"argv": launch_help(venvs["0.5.16"])})
+    assert not r.get("failed"), r.get("msg")
+    assert r["method"] == "source"
+    assert "No module named" in r["fallback_reason"]
+    caps = r["capabilities"]
+    assert caps["flags"]["draft_window_size"] == "--speculative-draft-window-size"
+    assert caps["deprecated_aliases"] == {"--speculative-dflash-draft-window-size": "--speculative-draft-window-size"}
+    hidden = [f["name"] for f in r["flags"] if f["hidden"]]
+    assert "--speculative-dflash-draft-window-size" in hidden
+
+
+def test_source_method_and_filter(playbook, venvs):
+    r = playbook.module(MODULE, {"argv": launch_help(venvs["0.5.6"]), "method": "source",
+                                 "filter": "--speculative-a"})
+    assert r["method"] == "source" and r["raw_help_sha256"] is None
+    assert [f["name"] for f in r["flags"]] == ["--speculative-algorithm", "--speculative-accept-threshold-single",
+                                               "--speculative-accept-threshold-acc", "--speculative-attention-mode"]
+    assert r["capabilities"] is None or r["capabilities"]["supports_dflash"] is False
+
+
+def test_release_without_dflash(playbook, venvs):
+    r = playbook.module(MODULE, {"argv": launch_help(venvs["0.5.6"]), "method": "source"})
+    caps = r["capabilities"]
+    assert caps["supports_dflash"] is False
+    assert caps["flags"]["block_size"] is None and caps["flags"]["draft_window_size"] is None
+    assert "DFLASH" not in caps["speculative_algorithms"]
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+def assert_clear_failure(r, *needles):
+    assert r.get("failed"), r
+    assert "Traceback (most recent call last)" not in r["msg"].split(":", 1)[0]
+    assert "MODULE FAILURE" not in r["msg"] and r["msg"].startswith("host ")
+    for needle in needles:
+        assert needle in r["msg"], r["msg"]
+
+
+def test_missing_command(playbook, tmp_path):
+    r = playbook.module(MODULE, {"argv": [str(tmp_path / "python3"), "--help"]})
+    assert_clear_failure(r, "not found or not executable", str(tmp_path / "python3"))
+
+
+def test_non_zero_exit(playbook):
+    assert_clear_failure(playbook.module(MODULE, {"argv": ["false"], "method": "help"}), "exited with rc=1")
+
+
+def test_not_argparse_output(playbook):
+    r = playbook.module(MODULE, {"argv": ["echo", "hello", "world"], "method": "help"})
+    assert_clear_failure(r, "is not argparse help", "hello world")
+
+
+def test_hang_is_killed_with_its_children(playbook, tmp_path):
+    script = tmp_path / "hang"
+    marker = tmp_path / "child-alive"
+    script.write_text("#!/bin/sh\n(sleep 3; touch %s) &\nsleep 300\n" % marker)
+    script.chmod(0o755)
+    r = playbook.module(MODULE, {"argv": [str(script)], "method": "help", "timeout": 1})
+    assert_clear_failure(r, "did not finish within 1s")
+    import time
+    time.sleep(3.5)
+    assert not marker.exists(), "a child of the hung command survived the timeout"
+
+
+def test_source_without_sources(playbook, tmp_path):
+    r = playbook.module(MODULE, {"argv": ["echo"], "method": "source"})
+    assert_clear_failure(r, "method=source needs")
+    (tmp_path / "pkg").mkdir()
+    r = playbook.module(MODULE, {"argv": ["echo"], "method": "source", "source_dir": str(tmp_path / "pkg")})
+    assert_clear_failure(r, "cannot read the parser sources", "server_args.py")
+
+
+def test_bad_regex_filter(playbook):
+    r = playbook.module(MODULE, {"argv": ["echo"], "filter": "[", "filter_type": "regex"})
+    assert_clear_failure(r, "not a valid regex")
