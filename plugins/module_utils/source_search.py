@@ -1,0 +1,509 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Search source trees for terms, with ripgrep when the host has it and pure Python otherwise.
+
+Both backends only *find candidate lines*; every hit is then judged by the same ``LineMatcher``,
+which is what makes their results identical. Files are streamed one at a time (os.scandir),
+so memory is bounded by the results, not by the tree.
+
+Match rules (``match``):
+- ``substring``: the term anywhere.
+- ``word``: not preceded or followed by a letter, digit or underscore (regex ``\\b`` semantics).
+- ``identifier``: the term is a whole identifier or a whole *part* of one. Parts of an identifier
+  are separated by ``_`` and by a lower-case letter or digit followed by an upper-case letter
+  (camelCase). So ``DFLASH`` matches ``DFLASH``, ``is_dflash_family``, ``DFlashWorker`` and
+  ``SPECULATIVE_DFLASH_BLOCK``, but not ``DFLASHINFER`` or ``-DFLASHINFER_ENABLE_F16``.
+  A term that itself contains ``_`` (``speculative_dflash``) must match whole parts at both ends.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import ast
+import fnmatch
+import os
+import re
+import stat
+import subprocess
+import threading
+import time
+
+BINARY_SNIFF_BYTES = 8192
+LINE_TEXT_LIMIT = 400
+
+
+class SearchError(Exception):
+    """Bad search input (such as a regex that does not compile)."""
+
+
+class RegexDialectError(SearchError):
+    """ripgrep cannot compile a pattern that Python can: use the Python backend."""
+
+
+def _is_ident_char(ch):
+    return ch.isalnum() or ch == "_"
+
+
+class LineMatcher(object):
+    """Judges one line: which terms/patterns hit it, where (1-based character columns)."""
+
+    def __init__(self, terms, patterns, match="identifier", case_sensitive=False):
+        if match not in ("substring", "word", "identifier"):
+            raise SearchError("match must be substring, word or identifier, not %r" % match)
+        self.match = match
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self.case_sensitive = case_sensitive
+        self.items = []  # (label, compiled regex, apply boundary rule)
+        # ASCII terms on ASCII lines are found with str.find (same non-overlapping leftmost
+        # matches as the regex, several times faster); anything else goes through the regex.
+        self.fast_terms = []
+        for term in terms or []:
+            if not term:
+                raise SearchError("empty term")
+            self.items.append((term, re.compile(re.escape(term), flags), True))
+            self.fast_terms.append((term, term if case_sensitive else term.lower(), term.isascii()))
+        self.all_fast = all(fast for _t, _n, fast in self.fast_terms)
+        for pattern in patterns or []:
+            try:
+                self.items.append((pattern, re.compile(pattern, flags), False))
+            except re.error as exc:
+                raise SearchError("pattern %r does not compile: %s" % (pattern, exc)) from None
+        if not self.items:
+            raise SearchError("give at least one of terms or patterns")
+        self.terms = list(terms or [])
+        self.patterns = list(patterns or [])
+
+    def _bounded(self, line, start, end):
+        if self.match == "substring":
+            return True
+        before = line[start - 1] if start > 0 else ""
+        after = line[end] if end < len(line) else ""
+        first, last = line[start], line[end - 1]
+        if self.match == "word":
+            return not (before and _is_ident_char(before)) and not (after and _is_ident_char(after))
+        # identifier: each side is a non-identifier char, "_", or a camelCase part boundary.
+        left_ok = (not before or not _is_ident_char(before) or before == "_" or first == "_"
+                   or ((before.islower() or before.isdigit()) and first.isupper()))
+        right_ok = (not after or not _is_ident_char(after) or after == "_" or last == "_"
+                    or ((last.islower() or last.isdigit()) and after.isupper()))
+        return left_ok and right_ok
+
+    def hits(self, line):
+        """[(column, label)] for one line (no line terminator), in column order."""
+        found = []
+        items = self.items
+        if self.all_fast and line.isascii():
+            haystack = line if self.case_sensitive else line.lower()
+            for label, needle, _fast in self.fast_terms:
+                i = haystack.find(needle)
+                while i != -1:
+                    end = i + len(needle)
+                    if self.match == "substring" or self._bounded(line, i, end):
+                        found.append((i + 1, label))
+                    i = haystack.find(needle, end)
+            items = items[len(self.fast_terms):]
+        for label, regex, bounded in items:
+            for m in regex.finditer(line):
+                if m.end() == m.start():
+                    continue
+                if bounded and not self._bounded(line, m.start(), m.end()):
+                    continue
+                found.append((m.start() + 1, label))
+        found.sort()
+        return found
+
+    def is_definition_name(self, name):
+        return bool(self.hits(name))
+
+    def prefilter_literals(self):
+        """Lower-cased ASCII literals that every hit must contain, or None (patterns, non-ASCII)."""
+        if self.patterns:
+            return None
+        lits = []
+        for term in self.terms:
+            try:
+                term.encode("ascii")
+            except UnicodeEncodeError:
+                return None
+            lits.append(term.encode("ascii") if self.case_sensitive else term.lower().encode("ascii"))
+        return lits
+
+
+class FileFilter(object):
+    """include/exclude globs: a glob with '/' matches the path relative to the root, else the name."""
+
+    def __init__(self, include, exclude):
+        self.include = list(include or [])
+        self.exclude = list(exclude or [])
+
+    @staticmethod
+    def _match(globs, rel, name):
+        return any(fnmatch.fnmatchcase(rel if "/" in g else name, g) for g in globs)
+
+    def wants_dir(self, rel, name):
+        return not self._match(self.exclude, rel, name)
+
+    def wants_file(self, rel, name):
+        if self._match(self.exclude, rel, name):
+            return False
+        return not self.include or self._match(self.include, rel, name)
+
+
+class Stats(object):
+    def __init__(self):
+        self.files_scanned = 0
+        self.bytes_scanned = 0
+        self.binary_skipped = 0
+        self.large_skipped = 0
+        self.unreadable = []
+        self.loops_skipped = 0
+
+
+def walk_files(roots, file_filter, stats, max_unreadable=50):
+    """Yield (path, relpath) of candidate files under roots, following symlinks once.
+
+    Each directory is entered once by its real path, so symlink loops and two roots that
+    overlap never make a file be read twice.
+    """
+    seen_dirs = set()
+    seen_files = set()
+
+    def note_unreadable(path, exc):
+        if len(stats.unreadable) < max_unreadable:
+            stats.unreadable.append({"path": path, "error": exc.strerror or str(exc)})
+        else:
+            stats.unreadable.append(None)
+
+    for root in roots:
+        root = os.path.abspath(root)
+        if os.path.isfile(root):
+            real = os.path.realpath(root)
+            if real not in seen_files:
+                seen_files.add(real)
+                yield root, os.path.basename(root)
+            continue
+        stack = [(root, "")]
+        while stack:
+            directory, rel_dir = stack.pop()
+            real_dir = os.path.realpath(directory)
+            if real_dir in seen_dirs:
+                stats.loops_skipped += 1
+                continue
+            seen_dirs.add(real_dir)
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError as exc:
+                note_unreadable(directory, exc)
+                continue
+            subdirs = []
+            for entry in entries:
+                rel = rel_dir + "/" + entry.name if rel_dir else entry.name
+                try:
+                    is_dir = entry.is_dir()  # follows symlinks
+                    is_file = not is_dir and entry.is_file()
+                except OSError as exc:
+                    note_unreadable(entry.path, exc)
+                    continue
+                if is_dir:
+                    if file_filter.wants_dir(rel, entry.name):
+                        subdirs.append((entry.path, rel))
+                elif is_file:
+                    if not file_filter.wants_file(rel, entry.name):
+                        continue
+                    real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                    if real in seen_files:
+                        continue
+                    seen_files.add(real)
+                    yield entry.path, rel
+                elif entry.is_symlink() and not os.path.exists(entry.path):
+                    note_unreadable(entry.path, OSError(2, "dangling symlink"))
+            stack.extend(reversed(subdirs))
+
+
+def split_lines(text):
+    """Lines as ripgrep sees them: split on \\n, a trailing \\r dropped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _clip(text):
+    return text if len(text) <= LINE_TEXT_LIMIT else text[:LINE_TEXT_LIMIT] + "..."
+
+
+def file_hits(matcher, lines_by_number, candidate_numbers, context):
+    """Judge candidate lines; attach context from lines_by_number (a dict or list-like getter)."""
+    hits = []
+    for number in candidate_numbers:
+        line = lines_by_number(number)
+        if line is None:
+            continue
+        for column, label in matcher.hits(line):
+            hit = {"line": number, "column": column, "term": label, "text": _clip(line)}
+            if context:
+                hit["before"] = [_clip(t) for t in (lines_by_number(n) for n in range(max(1, number - context), number))
+                                 if t is not None]
+                hit["after"] = [_clip(t) for t in (lines_by_number(n) for n in range(number + 1, number + context + 1))
+                                if t is not None]
+            hits.append(hit)
+    return hits
+
+
+def _minimal_literals(literals):
+    """Drop literals that contain another one: a file holding the longer holds the shorter."""
+    return [lit for lit in literals if not any(o != lit and o in lit for o in literals)]
+
+
+def _candidate_lines(text, haystack, literals):
+    """{1-based line number: line text} for the lines where haystack (text or its lower()) has a literal."""
+    offsets = set()
+    for lit in literals:
+        i = haystack.find(lit)
+        while i != -1:
+            offsets.add(i)
+            i = haystack.find(lit, i + 1)
+    found = {}
+    line, last = 1, 0
+    for off in sorted(offsets):
+        line += text.count("\n", last, off)
+        last = off
+        if line not in found:
+            start = text.rfind("\n", 0, off) + 1
+            end = text.find("\n", off)
+            found[line] = text[start:] if end == -1 else text[start:end]
+            if found[line].endswith("\r"):
+                found[line] = found[line][:-1]
+    return found
+
+
+class _Lines(object):
+    """Line n of a text: the candidate lines are known; the rest is split only for context."""
+
+    def __init__(self, text, known=None):
+        self.text = text
+        self.known = known or {}
+        self.lines = None
+
+    def __call__(self, number):
+        if number in self.known:
+            return self.known[number]
+        if self.lines is None:
+            self.lines = split_lines(self.text)
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else None
+
+
+def python_search(roots, matcher, file_filter, context, max_filesize, stats):
+    """Pure-Python backend: yield (path, hits) for files with hits."""
+    literals = matcher.prefilter_literals()
+    if literals is not None:
+        literals = _minimal_literals(literals)
+        text_literals = [lit.decode("ascii") for lit in literals]
+    for path, _rel in walk_files(roots, file_filter, stats):
+        try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if max_filesize and st.st_size > max_filesize:
+                stats.large_skipped += 1
+                continue
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            stats.unreadable.append({"path": path, "error": exc.strerror or str(exc)})
+            continue
+        stats.files_scanned += 1
+        stats.bytes_scanned += len(data)
+        if literals is not None:
+            haystack = data if matcher.case_sensitive else data.lower()
+            if not any(lit in haystack for lit in literals):
+                # No hit possible; binary or not does not matter.
+                continue
+        if b"\x00" in data:
+            stats.binary_skipped += 1
+            continue
+        text = data.decode("utf-8", "replace")
+        if literals is not None:
+            known = _candidate_lines(text, text if matcher.case_sensitive else text.lower(), text_literals)
+            lines = _Lines(text, known)
+            candidates = sorted(known)
+        else:
+            lines = _Lines(text)
+            candidates = range(1, len(split_lines(text)) + 1)
+        hits = file_hits(matcher, lines, candidates, context)
+        if hits:
+            yield path, hits
+
+
+def rg_argv(rg, roots, matcher, file_filter, context, max_filesize):
+    # Plain output with NUL after the path is much cheaper for rg to write and for us to read
+    # than --json; recursive searches skip binary files (rg's "quit" mode) just the same.
+    argv = [rg, "--no-config", "--no-ignore", "--hidden", "--follow", "--line-number", "--with-filename",
+            "--no-heading", "--null", "--color", "never", "--stats"]
+    argv.append("--case-sensitive" if matcher.case_sensitive else "--ignore-case")
+    if max_filesize:
+        argv += ["--max-filesize", str(max_filesize)]
+    if context:
+        argv += ["--context", str(context)]
+    for glob in file_filter.include:
+        argv += ["--glob", glob]
+    for glob in file_filter.exclude:
+        argv += ["--glob", "!" + glob]
+    if matcher.patterns:
+        # Terms as escaped regexes beside the patterns; a pattern ripgrep's dialect rejects
+        # makes it exit 2, and the caller falls back to the Python backend.
+        for term in matcher.terms:
+            argv += ["--regexp", re.escape(term)]
+        for pattern in matcher.patterns:
+            argv += ["--regexp", pattern]
+    else:
+        argv.append("--fixed-strings")
+        for term in matcher.terms:
+            argv += ["--regexp", term]
+    argv.append("--")
+    argv += [os.path.abspath(r) for r in roots]
+    return argv
+
+
+_RG_LINE = re.compile(rb"(\d+)([:-])")
+_RG_STAT = re.compile(rb"^(\d+) (files searched|bytes searched)$")
+
+
+def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats, timeout=600):
+    """ripgrep backend: rg finds candidate lines, the LineMatcher judges them.
+
+    rg's output is read while it runs (it writes each file's lines together), so judging
+    one file overlaps with rg searching the next.
+    """
+    argv = rg_argv(rg, roots, matcher, file_filter, context, max_filesize)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 16)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    # Drain stderr beside stdout: thousands of "Permission denied" lines must not block rg.
+    err_chunks = []
+    err_reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()))
+    err_reader.start()
+    results = []
+    current, lines, candidates = None, {}, []
+
+    def flush():
+        if current is not None and candidates:
+            hits = file_hits(matcher, lines.get, candidates, context)
+            if hits:
+                results.append((os.fsdecode(current), hits))
+
+    try:
+        for raw in proc.stdout:
+            path, nul, rest = raw.partition(b"\0")
+            if not nul:
+                stat_line = _RG_STAT.match(raw.strip())
+                if stat_line and stat_line.group(2) == b"files searched":
+                    stats.files_scanned = int(stat_line.group(1))
+                elif stat_line:
+                    stats.bytes_scanned = int(stat_line.group(1))
+                continue
+            m = _RG_LINE.match(rest)
+            if not m:
+                continue
+            if path != current:
+                flush()
+                current, lines, candidates = path, {}, []
+            text = rest[m.end():].decode("utf-8", "replace").rstrip("\n")
+            if text.endswith("\r"):
+                text = text[:-1]
+            number = int(m.group(1))
+            lines[number] = text
+            if m.group(2) == b":":
+                candidates.append(number)
+        flush()
+        proc.wait()
+        err_reader.join()
+        err = b"".join(err_chunks)
+    finally:
+        timer.cancel()
+    if proc.returncode < 0:
+        raise SearchError("ripgrep did not finish within %ss (killed)" % timeout)
+    if proc.returncode == 2 and b"regex parse error" in err:
+        raise RegexDialectError(err.decode("utf-8", "replace").strip()[-300:])
+    if proc.returncode not in (0, 1, 2):
+        raise SearchError("ripgrep failed (rc=%s): %s" % (proc.returncode, err.decode("utf-8", "replace")[-500:]))
+    for line in err.decode("utf-8", "replace").splitlines():
+        # "rg: PATH: Permission denied (os error 13)" and friends.
+        if line.startswith("rg: "):
+            bad, _sep, error = line[4:].rpartition(": ")
+            stats.unreadable.append({"path": bad, "error": error})
+    return results
+
+
+def definitions_in(path, matcher):
+    """Classes and functions defined in a Python file whose names match the terms."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        defines = isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        if defines and matcher.is_definition_name(node.name):
+            out.append({"path": path, "line": node.lineno,
+                        "kind": "class" if isinstance(node, ast.ClassDef) else "function", "name": node.name})
+    return sorted(out, key=lambda d: d["line"])
+
+
+def search(roots, matcher, file_filter, backend="python", rg=None, context=0, definitions=False,
+           max_files=0, max_hits_per_file=0, max_total_hits=0, max_filesize=0):
+    """Run the search and shape the result (identical for both backends)."""
+    started = time.monotonic()
+    stats = Stats()
+    if backend == "ripgrep":
+        found = ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats)
+    else:
+        found = list(python_search(roots, matcher, file_filter, context, max_filesize, stats))
+    term_counts = dict((label, 0) for label, _regex, _b in matcher.items)
+    files = []
+    for path, hits in found:
+        for hit in hits:
+            term_counts[hit["term"]] += 1
+        entry = {"path": path, "hit_count": len(hits), "hits": hits, "definitions": []}
+        if definitions and path.endswith(".py"):
+            entry["definitions"] = definitions_in(path, matcher)
+        files.append(entry)
+    # Relevance: files that define a matching class/function first, then by hit count.
+    files.sort(key=lambda f: (-len(f["definitions"]), -f["hit_count"], f["path"]))
+    truncated = []
+    total = sum(f["hit_count"] for f in files)
+    if max_files and len(files) > max_files:
+        files = files[:max_files]
+        truncated.append("max_files")
+    budget = max_total_hits or None
+    for f in files:
+        if max_hits_per_file and len(f["hits"]) > max_hits_per_file:
+            f["hits"] = f["hits"][:max_hits_per_file]
+            if "max_hits_per_file" not in truncated:
+                truncated.append("max_hits_per_file")
+        if budget is not None:
+            if len(f["hits"]) > budget:
+                f["hits"] = f["hits"][:budget]
+                if "max_total_hits" not in truncated:
+                    truncated.append("max_total_hits")
+            budget -= len(f["hits"])
+    unreadable = [u for u in stats.unreadable if u]
+    return {
+        "files": files,
+        "definitions": sorted((d for f in files for d in f["definitions"]), key=lambda d: (d["path"], d["line"])),
+        "total_hits": total,
+        "term_hits": term_counts,
+        "missing_terms": [label for label, count in term_counts.items() if count == 0],
+        "files_with_hits": len(found),
+        "files_scanned": stats.files_scanned,
+        "bytes_scanned": stats.bytes_scanned,
+        "binary_skipped": stats.binary_skipped,
+        "large_skipped": stats.large_skipped,
+        "unreadable": unreadable,
+        "unreadable_count": len(stats.unreadable),
+        "truncated": bool(truncated),
+        "truncated_reason": truncated,
+        "backend": backend,
+        "elapsed_s": round(time.monotonic() - started, 4),
+    }

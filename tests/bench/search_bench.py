@@ -1,0 +1,94 @@
+"""Benchmark source_search's engines against grep, ripgrep and a naive walk, in one run.
+
+    .venv/bin/python tests/bench/search_bench.py [--root DIR] [--repeat 5]
+
+Default tree: the real sglang 0.5.23 package from the test venvs (about 4,700 .py files, 68 MB).
+Every contender is run once to warm the page cache, then --repeat times; medians are printed and
+the last line holds the ratios. Not a test: nothing is asserted.
+"""
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+
+from helpers import collections_root, sglang_venv  # noqa: E402
+
+sys.path.insert(0, str(collections_root()))
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import (  # noqa: E402
+    FileFilter,
+    LineMatcher,
+    search,
+)
+
+TERMS = ["DFLASH", "dflash", "speculative_dflash", "draft_window_size", "num_draft_tokens"]
+
+
+def naive_walk(root):
+    """What operators write by hand: rglob, read_text, any(term in line)."""
+    hits = 0
+    for path in Path(root).rglob("*.py"):
+        for line in path.read_text(errors="replace").splitlines():
+            if any(t in line for t in TERMS):
+                hits += 1
+    return hits
+
+
+def timed(fn, repeat):
+    fn()
+    times = []
+    for _round in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", help="tree to search (default: sglang 0.5.23 from the test venv)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    root = args.root or str(next((sglang_venv("0.5.23") / "lib").glob("python3*/site-packages")) / "sglang")
+    matcher = LineMatcher(TERMS, [], "substring", case_sensitive=True)
+    file_filter = FileFilter(["*.py"], [])
+    unlimited = dict(max_files=0, max_hits_per_file=0, max_total_hits=0)
+    grep_argv = ["grep", "-rn", "--include=*.py"] + [a for t in TERMS for a in ("-e", t)] + [root]
+    rg = shutil.which("rg")
+    rg_argv = [rg, "-n", "--no-ignore", "--hidden", "-g", "*.py"] + [a for t in TERMS for a in ("-e", t)] + [root]
+
+    def run_quiet(argv):
+        return lambda: subprocess.run(argv, stdout=subprocess.DEVNULL, check=False)
+
+    rows = {
+        "python": timed(lambda: search([root], matcher, file_filter, backend="python", **unlimited), args.repeat),
+        "grep": timed(run_quiet(grep_argv), args.repeat),
+        "naive": timed(lambda: naive_walk(root), max(1, args.repeat // 2)),
+    }
+    if rg:
+        rows["rg"] = timed(run_quiet(rg_argv), args.repeat)
+        rows["rg-backend"] = timed(lambda: search([root], matcher, file_filter, backend="ripgrep", rg=rg,
+                                                  **unlimited), args.repeat)
+    # The identifier rule (the default of the module) costs only on the lines that hold a term.
+    ident = LineMatcher(TERMS, [], "identifier")
+    rows["python-identifier"] = timed(lambda: search([root], ident, file_filter, backend="python", **unlimited),
+                                      args.repeat)
+    print("tree: %s" % root)
+    for name, seconds in rows.items():
+        print("%-18s %.3f s" % (name, seconds))
+    ratios = ["python/grep=%.2f" % (rows["python"] / rows["grep"])]
+    if rg:
+        ratios.append("rg-backend/rg=%.2f" % (rows["rg-backend"] / rows["rg"]))
+    ratios.append("naive/python=%.1f" % (rows["naive"] / rows["python"]))
+    print(" ".join(ratios))
+
+
+if __name__ == "__main__":
+    main()

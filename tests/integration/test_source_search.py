@@ -1,0 +1,65 @@
+"""source_search through real ansible-playbook runs on real, unpacked SGLang releases."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+MODULE = "gpufleet.sglang.source_search"
+TERMS = ["DFLASH", "dflash", "speculative_dflash", "draft_window_size", "num_draft_tokens", "DDTREE"]
+
+
+def package_dir(venv):
+    return str(next((Path(venv) / "lib").glob("python3*/site-packages")) / "sglang")
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep not installed (scripts/setup.sh installs it)")
+def test_ripgrep_and_python_backends_identical_on_a_real_release(playbook, venvs):
+    args = {"paths": [package_dir(venvs["0.5.23"])], "terms": TERMS, "definitions": True, "context": 1,
+            "max_files": 0, "max_hits_per_file": 0, "max_total_hits": 0}
+    py = playbook.module(MODULE, dict(args, backend="python"))
+    rg = playbook.module(MODULE, dict(args, backend="auto"))
+    assert not py.get("failed") and not rg.get("failed"), (py.get("msg"), rg.get("msg"))
+    assert (py["backend"], rg["backend"]) == ("python", "ripgrep")
+    assert py["files"] == rg["files"]
+    assert py["definitions"] == rg["definitions"]
+    assert py["total_hits"] == rg["total_hits"] > 1000
+    assert py["missing_terms"] == rg["missing_terms"] == ["DDTREE"]
+    assert py["files_scanned"] > 4000 and py["bytes_scanned"] > 50_000_000
+    names = {(Path(d["path"]).name, d["kind"], d["name"]) for d in py["definitions"]}
+    assert ("dflash_worker_v2.py", "class", "DFlashWorkerV2") in names
+    # Relevance: a file that defines DFlash classes comes first.
+    assert py["files"][0]["definitions"]
+
+
+def test_release_without_dflash_says_so(playbook, venvs):
+    r = playbook.module(MODULE, {"paths": [package_dir(venvs["0.5.6"])], "terms": ["DFLASH", "DDTREE"],
+                                 "definitions": True})
+    assert r["missing_terms"] == ["DFLASH", "DDTREE"]
+    assert r["files"] == [] and r["total_hits"] == 0 and r["files_scanned"] > 1000
+
+
+def test_editable_checkout_with_ddtree(playbook, venvs):
+    info = playbook.module("gpufleet.sglang.python_package_info", {"python": str(venvs["editable"] / "bin/python")})
+    r = playbook.module(MODULE, {"paths": info["search_roots"], "terms": ["DFLASH", "DDTREE"], "definitions": True})
+    assert r["missing_terms"] == []
+    assert [d["name"] for d in r["definitions"]] == ["DFlashWorker", "is_dflash_family", "DDTreeWorker"]
+
+
+def assert_clear_failure(r, *needles):
+    assert r.get("failed"), r
+    assert r["msg"].startswith("host ") and "MODULE FAILURE" not in r["msg"]
+    for needle in needles:
+        assert needle in r["msg"], r["msg"]
+
+
+def test_bad_input(playbook, tmp_path):
+    assert_clear_failure(playbook.module(MODULE, {"paths": [str(tmp_path / "nope")], "terms": ["x"]}),
+                         str(tmp_path / "nope"), "do not exist")
+    assert_clear_failure(playbook.module(MODULE, {"paths": [str(tmp_path)], "patterns": ["(oops"]}),
+                         "does not compile")
+    assert_clear_failure(playbook.module(MODULE, {"paths": [str(tmp_path)]}), "at least one of terms or patterns")
+    assert_clear_failure(playbook.module(MODULE, {"paths": [str(tmp_path)], "terms": ["x"], "backend": "ripgrep",
+                                                  "rg_path": str(tmp_path / "rg")}), "rg is not installed")
+    assert_clear_failure(playbook.module(MODULE, {"paths": [str(tmp_path)], "terms": ["x"], "context": -1}),
+                         "context must be 0 or more")
