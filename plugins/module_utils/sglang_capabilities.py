@@ -16,6 +16,10 @@ import re
 # Intent -> option strings that have meant it, newest name first. The first one the release
 # accepts *visibly* is the one to write; hidden ones are deprecated aliases, never written.
 INTENT_FLAGS = {
+    "model_path": ("--model-path", "--model"),
+    "host": ("--host",),
+    "port": ("--port",),
+    "tp_size": ("--tp-size", "--tensor-parallel-size"),
     "algorithm": ("--speculative-algorithm",),
     "draft_model_path": ("--speculative-draft-model-path", "--speculative-draft-model"),
     "block_size": ("--speculative-dflash-block-size",),

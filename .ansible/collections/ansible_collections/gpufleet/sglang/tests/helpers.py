@@ -33,21 +33,13 @@ def run(argv, **kw):
 
 
 def collections_root():
-    """Build the collection tarball and install it; return the collections path."""
+    """Build the collection tarball and install it (scripts/install-collection.sh); return the path."""
     global _collections
-    if _collections:
-        return _collections
-    build = OUTPUT / "build"
-    root = OUTPUT / "collections"
-    shutil.rmtree(build, ignore_errors=True)
-    shutil.rmtree(root, ignore_errors=True)
-    build.mkdir(parents=True)
-    run(["ansible-galaxy", "collection", "build", "--force", "--output-path", build, REPO],
-        capture_output=True)
-    tarball = next(build.glob("gpufleet-sglang-*.tar.gz"))
-    run(["ansible-galaxy", "collection", "install", "--force", "-p", root, tarball], capture_output=True)
-    _collections = root
-    return root
+    if not _collections:
+        root = OUTPUT / "collections"
+        run([REPO / "scripts" / "install-collection.sh", root], capture_output=True)
+        _collections = root
+    return _collections
 
 
 def _venv(name, recipe, build):

@@ -1,0 +1,69 @@
+"""The full rollout on one node: unit content, service, endpoints, secrets, GPUs."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+
+from checks import SECRET, UNIT, exec_start, health_status, release_flags, server_info, written_flags  # noqa: E402
+
+testinfra_hosts = ["podman://gpufleet-default"]
+PYTHON = "/opt/sglang-0.5.23/bin/python3"
+
+
+def test_unit_has_the_dflash_flags_of_this_release(host):
+    argv = exec_start(host)
+    assert argv[:3] == [PYTHON, "-m", "gpufleet_standin"]
+    pairs = dict(zip(argv[3::2], argv[4::2]))
+    assert pairs["--speculative-algorithm"] == "DFLASH"
+    assert pairs["--speculative-draft-model-path"] == "/models/Qwen3.6-27B-DFlash"
+    assert pairs["--speculative-dflash-block-size"] == "16"
+    assert pairs["--speculative-draft-window-size"] == "2048"
+    assert pairs["--model-path"] == "/models/Qwen3.6-27B" and pairs["--port"] == "30000"
+
+
+def test_unit_writes_only_flags_the_release_has(host):
+    flags = release_flags(host, PYTHON)
+    assert len(flags) > 500
+    assert set(written_flags(host)) <= flags
+    assert "--speculative-dflash-draft-window-size" not in written_flags(host)
+
+
+def test_service_active_enabled_listening_and_healthy(host):
+    service = host.service("sglang")
+    assert service.is_running and service.is_enabled
+    assert host.socket("tcp://127.0.0.1:30000").is_listening
+    assert health_status(host) == "200"
+
+
+def test_server_confirms_the_speculative_settings(host):
+    info = server_info(host)
+    assert info["speculative_algorithm"] == "DFLASH"
+    assert int(info["speculative_dflash_block_size"]) == 16
+    assert int(info["speculative_draft_window_size"]) == 2048
+    assert info["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"
+    assert info["version"] == "0.5.23"
+    # 0.5.23's own parser imports on this CPU node: the flags were checked by SGLang itself.
+    assert info["gpufleet_standin"]["parser"] == "sglang"
+
+
+def test_secrets_only_in_the_0600_environment_file(host):
+    env = host.file("/etc/sglang/sglang.env")
+    assert env.mode == 0o600 and env.user == "root"
+    assert SECRET in env.content_string
+    assert host.file("/etc/sglang").mode == 0o700
+    assert SECRET not in host.file(UNIT).content_string
+    assert SECRET not in host.check_output("journalctl --no-pager -o cat")
+
+
+def test_training_stopped_and_gpus_free(host):
+    train = host.service("train-qwen")
+    assert not train.is_running and not train.is_enabled
+    apps = host.check_output("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid "
+                             "--format=csv,noheader,nounits")
+    assert apps.strip() == ""
+
+
+def test_previous_unit_kept_as_backup(host):
+    backups = host.check_output("ls /etc/systemd/system/ | grep -c '^sglang.service.*~$' || true")
+    assert int(backups) >= 1

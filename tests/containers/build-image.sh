@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Build the local Debian bookworm image with systemd as PID 1 that the Molecule scenarios and
+# the local deployment run in. No registry is reachable: debootstrap from Debian's packages,
+# then `podman import`. The image is rebuilt only when this script or the package list changes
+# (the hash is stored as an image label).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export CONTAINERS_CONF="$here/containers.conf"
+image=${GPUFLEET_IMAGE:-localhost/gpufleet-debian-systemd:bookworm}
+packages=python3,python3-venv,systemd,systemd-sysv,dbus,iproute2,curl,ca-certificates,procps,libgomp1
+recipe=$(cat "$0" "$here/fake-nvidia-smi" | sha256sum | cut -c1-16)
+
+if podman image exists "$image" &&
+   [ "$(podman image inspect "$image" --format '{{index .Labels "gpufleet.recipe"}}')" = "$recipe" ]; then
+  echo "image $image is up to date ($recipe)"
+  exit 0
+fi
+
+# The Debian mirror this machine already uses (deb822 or one-line sources).
+mirror=$( (grep -shoE '^(URIs:|deb) +https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/* || true) |
+         head -n1 | awk '{print $2}')
+mirror=${mirror:-http://deb.debian.org/debian}
+
+rootfs=$(mktemp -d)
+trap 'rm -rf "$rootfs"' EXIT
+echo "debootstrap bookworm from $mirror"
+debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror" >/dev/null
+install -m 0755 "$here/fake-nvidia-smi" "$rootfs/usr/local/bin/nvidia-smi"
+mkdir -p "$rootfs/etc/gpufleet-fake-gpu"
+# Units that fight with a container: no consoles, no udev, no time sync.
+for unit in getty@tty1.service console-getty.service systemd-udevd.service systemd-timesyncd.service \
+            systemd-logind.service; do
+  ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
+done
+rm -rf "$rootfs/var/cache/apt/archives/"*.deb "$rootfs/var/lib/apt/lists/"*
+tar -C "$rootfs" -c . | podman import --change "LABEL gpufleet.recipe=$recipe" --change "CMD /sbin/init" - "$image" >/dev/null
+echo "built $image ($recipe)"

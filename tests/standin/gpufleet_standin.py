@@ -1,0 +1,125 @@
+"""Test-only stand-in for `python -m sglang.launch_server` on machines without a GPU.
+
+It parses its command line with the installed SGLang's own argument parser
+(`ServerArgs.add_cli_args`), so a flag the release does not have fails exactly as the real
+server would (argparse exit 2). Releases whose parser cannot be imported on a CPU-only machine
+(their import chain needs CUDA-built torchvision or transformers) get a parser built from the
+same release's source files by the collection's ast reader; the server says which it used.
+Then it serves what the role checks: /health (503 while "loading", then 200), /server_info
+(and the deprecated /get_server_info) with the parsed settings, /model_info and /v1/models.
+
+Failure knobs for the tests: a drafter directory holding a file GPUFLEET_STANDIN_CRASH makes
+the server exit while "loading weights", as a corrupt drafter would.
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+STARTUP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STARTUP_S", "1.0"))
+
+
+def log(message):
+    sys.stderr.write("[gpufleet-standin] %s\n" % message)
+    sys.stderr.flush()
+
+
+def sglang_parser():
+    """(parser, kind): SGLang's own parser when it imports, else one built from its source."""
+    try:
+        from sglang.srt.server_args import ServerArgs
+
+        parser = argparse.ArgumentParser(prog="sglang serve")
+        ServerArgs.add_cli_args(parser)
+        return parser, "sglang"
+    except Exception as exc:  # the real import chain needs more than this CPU box has
+        log("sglang's parser does not import here (%s: %s); building it from the release's source"
+            % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else ""))
+    import importlib.util
+
+    from gpufleet_argparse_source import flags_from_package
+
+    package_dir = os.path.dirname(importlib.util.find_spec("sglang").origin)
+    flags, _files = flags_from_package(package_dir)
+    parser = argparse.ArgumentParser(prog="sglang serve")
+    for flag in flags:
+        names = [flag["name"]] + flag["aliases"]
+        kwargs = {"dest": flag["name"].lstrip("-").replace("-", "_"), "default": None}
+        if flag.get("hidden"):
+            kwargs["help"] = argparse.SUPPRESS
+        if flag.get("negated_by"):
+            parser.add_argument(*names, action=argparse.BooleanOptionalAction, **kwargs)
+        elif flag["takes_value"]:
+            if flag.get("choices"):
+                kwargs["choices"] = flag["choices"]
+            parser.add_argument(*names, **kwargs)
+        else:
+            parser.add_argument(*names, action="store_true", **kwargs)
+    return parser, "source"
+
+
+class State(object):
+    ready = False
+    info = {}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def _send(self, code, body):
+        data = json.dumps(body, default=str).encode() if not isinstance(body, bytes) else body
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        path = self.path.split("?")[0]
+        if path in ("/health", "/health_generate", "/ready"):
+            self._send(200 if State.ready else 503, b"" if State.ready else b'{"status": "loading"}')
+        elif path in ("/server_info", "/get_server_info"):
+            self._send(200, State.info)
+        elif path in ("/model_info", "/get_model_info"):
+            self._send(200, {"model_path": State.info.get("model_path"), "is_generation": True})
+        elif path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": State.info.get("model_path"), "object": "model"}]})
+        else:
+            self._send(404, {"detail": "Not Found"})
+
+    def log_message(self, fmt, *args):
+        pass
+
+
+def main(argv):
+    parser, kind = sglang_parser()
+    args = parser.parse_args(argv)  # exits 2 on a flag this release does not have
+    settings = vars(args)
+    model = settings.get("model_path")
+    if not model or not os.path.isdir(model):
+        log("model path %r is not a directory" % model)
+        return 1
+    draft = settings.get("speculative_draft_model_path")
+    version = importlib.metadata.version("sglang")
+    log("sglang %s, parser: %s, speculative_algorithm=%s, draft=%s"
+        % (version, kind, settings.get("speculative_algorithm"), draft))
+    State.info = dict(settings, version=version, launch_command=" ".join(["sglang serve"] + argv),
+                      gpufleet_standin={"parser": kind, "pid": os.getpid()})
+    server = ThreadingHTTPServer((settings.get("host") or "127.0.0.1", int(settings.get("port") or 30000)), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    log("listening on %s:%s, loading weights" % server.server_address[:2])
+    time.sleep(STARTUP_SECONDS)
+    if draft and os.path.exists(os.path.join(draft, "GPUFLEET_STANDIN_CRASH")):
+        log("RuntimeError: failed to load draft weights from %s: checksum mismatch in model.safetensors" % draft)
+        return 1
+    State.ready = True
+    log("The server is fired up and ready to roll!")
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
