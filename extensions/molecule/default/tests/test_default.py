@@ -62,6 +62,9 @@ def test_training_stopped_and_gpus_free(host):
     apps = host.check_output("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid "
                              "--format=csv,noheader,nounits")
     assert apps.strip() == ""
+    gpus = host.check_output("nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,utilization.gpu,"
+                             "driver_version --format=csv,noheader,nounits").splitlines()
+    assert len(gpus) == 8 and "H100" in gpus[0]  # this node's recorded inventory (host_vars)
 
 
 def test_previous_unit_kept_as_backup(host):
