@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest=${1:-.cache/collections}
+# Install exactly into dest, and tell galaxy it is a configured path (else it warns).
+export ANSIBLE_COLLECTIONS_PATH="$dest"
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 ansible-galaxy collection build --force --output-path "$build" . >/dev/null

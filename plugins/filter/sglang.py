@@ -49,6 +49,28 @@ def sglang_server_info_diff(info, expected):
     return sglang_deploy.confirm_server_info(info or {}, expected or {})
 
 
+def sglang_fleet_rows(hostvars, hosts):
+    """One report row per host: its sglang_fleet_row, or why there is none (unreachable, failed)."""
+    rows = []
+    for host in sorted(hosts):
+        hv = hostvars[host]
+        row = hv.get("sglang_fleet_row")
+        if row:
+            rows.append(row)
+            continue
+        reached = bool(hv.get("sglang_fleet_reached"))
+        rows.append({
+            "host": host,
+            "status": "failed" if reached else "unreachable",
+            "reasons": ["no facts: the host %s (see the play output)"
+                        % ("failed while gathering" if reached else "was unreachable")],
+            "facts": None,
+            "flag_names": {},
+            "algorithm": hv.get("sglang_dflash_algorithm", "DFLASH"),
+        })
+    return rows
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -58,4 +80,5 @@ class FilterModule(object):
             "systemd_exec_start_argv": systemd_exec_start_argv,
             "sglang_drafter_problems": sglang_drafter_problems,
             "sglang_server_info_diff": sglang_server_info_diff,
+            "sglang_fleet_rows": sglang_fleet_rows,
         }

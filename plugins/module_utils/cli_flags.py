@@ -10,12 +10,10 @@ __metaclass__ = type
 import hashlib
 import json
 import os
-import tempfile
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils import argparse_help, argparse_source
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import CACHE_FORMAT
 
-# Bump when the shape of cached results changes, so old entries are never read.
-CACHE_FORMAT = 2
 # argparse's own flag, which no source file defines.
 ARGPARSE_HELP_FLAG = {
     "name": "--help", "aliases": ["-h"], "takes_value": False, "metavar": None, "choices": None,
@@ -48,7 +46,7 @@ def cache_key(argv, environment, package, watched_files):
     interpreter = argv[0]
     real = os.path.realpath(interpreter)
     payload = {
-        "format": CACHE_FORMAT,
+        "format": CACHE_FORMAT,  # a new result shape must never read old entries
         "argv": list(argv),
         "environment": sorted((str(k), str(v)) for k, v in (environment or {}).items()),
         "interpreter": fingerprint_files([real]) or [real],
@@ -57,36 +55,6 @@ def cache_key(argv, environment, package, watched_files):
         "files": fingerprint_files(watched_files),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def cache_read(cache_dir, key):
-    path = os.path.join(cache_dir, key + ".json")
-    try:
-        with open(path) as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None, path
-    if data.get("format") != CACHE_FORMAT:
-        return None, path
-    return data, path
-
-
-def cache_write(cache_dir, key, data):
-    """Write atomically so a concurrent run never reads half a file."""
-    if not os.path.isdir(cache_dir):
-        os.makedirs(cache_dir, 0o755)
-    path = os.path.join(cache_dir, key + ".json")
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(dict(data, format=CACHE_FORMAT), handle)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def help_flags(stdout):

@@ -48,10 +48,7 @@ def check_extra_args(extra_args, visible, hidden, managed, deprecated):
         if not token.startswith("--"):
             continue
         option = token.split("=", 1)[0]
-        if option in managed:
-            problems.append("%s is set by the role from its own variables; remove it from sglang_dflash_extra_args"
-                            % option)
-        elif option in hidden:
+        if option in hidden:
             instead = deprecated.get(option)
             problems.append("%s is a hidden, deprecated alias in this release%s" % (
                 option, "; use %s" % instead if instead else ""))
@@ -59,6 +56,9 @@ def check_extra_args(extra_args, visible, hidden, managed, deprecated):
             close = difflib.get_close_matches(option.replace("_", "-"), sorted(visible), n=3, cutoff=0.75)
             problems.append("%s is not a flag of this release%s" % (
                 option, " (did you mean %s?)" % " or ".join(close) if close else ""))
+        elif option in managed:
+            problems.append("%s is set by the role from its own variables; remove it from sglang_dflash_extra_args"
+                            % option)
     return problems
 
 

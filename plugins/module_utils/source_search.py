@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 import ast
 import fnmatch
+import hashlib
 import os
 import re
 import stat
@@ -29,6 +30,7 @@ import threading
 import time
 
 BINARY_SNIFF_BYTES = 8192
+_DEFINITION_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s")
 LINE_TEXT_LIMIT = 400
 
 
@@ -435,6 +437,23 @@ def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats
     return results
 
 
+def tree_fingerprint(roots, file_filter):
+    """Hash of (path, size, mtime) of every candidate file: what invalidates a cached search.
+
+    A walk with stat calls only (tens of milliseconds for a 4,700-file package, against reading
+    its 68 MB).
+    """
+    digest = hashlib.sha256()
+    stats = Stats()
+    for path, _rel in walk_files(roots, file_filter, stats):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        digest.update(("%s\0%d\0%d\n" % (path, st.st_size, st.st_mtime_ns)).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
 def definitions_in(path, matcher):
     """Classes and functions defined in a Python file whose names match the terms."""
     try:
@@ -466,7 +485,8 @@ def search(roots, matcher, file_filter, backend="python", rg=None, context=0, de
         for hit in hits:
             term_counts[hit["term"]] += 1
         entry = {"path": path, "hit_count": len(hits), "hits": hits, "definitions": []}
-        if definitions and path.endswith(".py"):
+        # Parse only files where a hit sits on a `def`/`class` line: a matching name is defined there.
+        if definitions and path.endswith(".py") and any(_DEFINITION_LINE.match(h["text"]) for h in hits):
             entry["definitions"] = definitions_in(path, matcher)
         files.append(entry)
     # Relevance: files that define a matching class/function first, then by hit count.

@@ -240,6 +240,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.python_package imp
     classify,
     parse_probe_output,
 )
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import cache_read, cache_write
 
 HELP_COLUMNS = 250
 
@@ -294,7 +295,7 @@ def discover(params, check_mode):
     key = None
     if params["cache"]:
         key = cli_flags.cache_key(argv + [method], params["environment"], package, watched)
-        hit, path = cli_flags.cache_read(params["cache"], key)
+        hit, path = cache_read(params["cache"], key)
         result["cache_file"] = path
         if hit:
             hit.pop("format", None)
@@ -333,7 +334,7 @@ def discover(params, check_mode):
     result["flags"] = flags
     if key and not check_mode:
         # Only the flags and their analysis are cached; the package facts are re-probed every time.
-        result["cache_file"] = cli_flags.cache_write(params["cache"], key, dict(result, package={}))
+        result["cache_file"] = cache_write(params["cache"], key, dict(result, package={}))
     return result
 
 

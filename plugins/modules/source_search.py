@@ -95,6 +95,12 @@ options:
   rg_path:
     description: Path of the ripgrep binary, when it is not on PATH.
     type: path
+  cache:
+    description:
+      - Directory on the target for cached results. The key covers the options and the path, size and
+        mtime of every file that would be searched, so any change to the tree is a miss; a hit costs
+        one walk with stat calls instead of reading the files. Nothing is written in check mode.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -216,24 +222,38 @@ backend_note:
   description: Why O(backend=auto) did not use ripgrep although it is installed.
   returned: when it fell back
   type: str
+cached:
+  description: Whether the result came from O(cache).
+  returned: always
+  type: bool
 elapsed_s:
   description: Seconds the search took.
   returned: always
   type: float
 """
 
+import hashlib
+import json
 import os
 import shutil
 import socket
+import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import cache_read, cache_write
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import (
     FileFilter,
     LineMatcher,
     RegexDialectError,
     SearchError,
     search,
+    tree_fingerprint,
 )
+
+
+def cache_key(options, fingerprint):
+    payload = json.dumps({"module": "source_search", "options": options, "tree": fingerprint}, sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def main():
@@ -254,6 +274,7 @@ def main():
             max_filesize=dict(type="int", default=10 * 1024 * 1024),
             backend=dict(type="str", default="auto", choices=["auto", "ripgrep", "python"]),
             rg_path=dict(type="path"),
+            cache=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -280,6 +301,16 @@ def main():
                    max_hits_per_file=p["max_hits_per_file"], max_total_hits=p["max_total_hits"],
                    max_filesize=p["max_filesize"])
     file_filter = FileFilter(p["include"], p["exclude"])
+    key = None
+    if p["cache"]:
+        started = time.monotonic()
+        options_key = dict((k, v) for k, v in p.items() if k not in ("cache", "backend", "rg_path"))
+        key = cache_key(options_key, tree_fingerprint(p["paths"], file_filter))
+        hit = cache_read(p["cache"], key)[0]
+        if hit:
+            hit.pop("format", None)
+            hit.update(cached=True, elapsed_s=round(time.monotonic() - started, 4))
+            module.exit_json(changed=False, **hit)
     note = None
     try:
         try:
@@ -293,6 +324,12 @@ def main():
         module.fail_json(msg="host %s: %s" % (host, exc))
     if note:
         result["backend_note"] = note
+    result["cached"] = False
+    if key and not module.check_mode:
+        try:
+            cache_write(p["cache"], key, result)
+        except OSError as exc:
+            module.fail_json(msg="host %s: cannot write the cache in %s: %s" % (host, p["cache"], exc))
     module.exit_json(changed=False, **result)
 
 

@@ -63,3 +63,20 @@ def test_bad_input(playbook, tmp_path):
                                                   "rg_path": str(tmp_path / "rg")}), "rg is not installed")
     assert_clear_failure(playbook.module(MODULE, {"paths": [str(tmp_path)], "terms": ["x"], "context": -1}),
                          "context must be 0 or more")
+
+
+def test_cache_hit_and_invalidation(playbook, tmp_path):
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / "a.py").write_text("DFLASH = 1\n")
+    args = {"paths": [str(tree)], "terms": ["DFLASH"], "cache": str(tmp_path / "cache")}
+    cold = playbook.module(MODULE, args)
+    warm = playbook.module(MODULE, args)
+    assert (cold["cached"], warm["cached"]) == (False, True)
+    assert warm["files"] == cold["files"] and warm["total_hits"] == 1
+    (tree / "b.py").write_text("x = 'DFLASH'\n")
+    changed = playbook.module(MODULE, args)
+    assert changed["cached"] is False and changed["total_hits"] == 2
+    fresh = tmp_path / "cache-check"
+    checked = playbook.module(MODULE, dict(args, cache=str(fresh)), check=True)
+    assert checked["cached"] is False and not fresh.exists()

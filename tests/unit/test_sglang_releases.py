@@ -5,7 +5,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils import cli_flags
+from ansible_collections.gpufleet.sglang.plugins.module_utils import cli_flags, result_cache
 from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_help import option_strings
 from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_source import (
     SourceReadError,
@@ -153,6 +153,6 @@ def test_cache_key_follows_the_files_that_define_the_flags(tmp_path):
     assert key != cli_flags.cache_key(argv, {"PYTHONPATH": "/x"}, package, [str(record)])
     record.write_text("ab")
     assert key != cli_flags.cache_key(argv, {}, package, [str(record)])
-    path = cli_flags.cache_write(str(tmp_path / "cache"), key, {"flags": [1]})
+    path = result_cache.cache_write(str(tmp_path / "cache"), key, {"flags": [1]})
     assert json.loads(Path(path).read_text())["flags"] == [1]
-    assert cli_flags.cache_read(str(tmp_path / "cache"), key)[0]["flags"] == [1]
+    assert result_cache.cache_read(str(tmp_path / "cache"), key)[0]["flags"] == [1]

@@ -8,7 +8,7 @@ UNIT = "/etc/systemd/system/sglang.service"
 
 
 def exec_start(host):
-    line = next(l for l in host.file(UNIT).content_string.splitlines() if l.startswith("ExecStart="))
+    line = next(x for x in host.file(UNIT).content_string.splitlines() if x.startswith("ExecStart="))
     return shlex.split(line[len("ExecStart="):])
 
 
