@@ -70,3 +70,20 @@ def test_training_stopped_and_gpus_free(host):
 def test_previous_unit_kept_as_backup(host):
     backups = host.check_output("ls /etc/systemd/system/ | grep -c '^sglang.service.*~$' || true")
     assert int(backups) >= 1
+
+
+def test_check_diff_shows_a_change_and_changes_nothing(host):
+    """A real `ansible-playbook --check --diff` with a new window size: a diff, and the unit untouched."""
+    import subprocess
+
+    before = host.file(UNIT).content_string
+    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    playbook = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "playbooks", "deploy_dflash.yml")
+    run = subprocess.run(["ansible-playbook", "-i", inventory, playbook, "--check", "--diff",
+                          "-e", "sglang_dflash_draft_window_size=1024"],
+                         capture_output=True, text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "-ExecStart=" in run.stdout and "--speculative-draft-window-size 1024" in run.stdout
+    assert SECRET not in run.stdout  # the environment file's diff is never shown
+    assert host.file(UNIT).content_string == before
+    assert host.service("sglang").is_running and health_status(host) == "200"
