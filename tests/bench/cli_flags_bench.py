@@ -8,29 +8,20 @@ mode, then the ratios as the last line. Not a test: nothing is asserted.
 """
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from helpers import collections_root, help_venv  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 sys.path.insert(0, str(collections_root()))
 
 from ansible_collections.gpufleet.sglang.plugins.modules import cli_flags as module  # noqa: E402
-
-
-def median_time(fn, repeat):
-    times = []
-    for _round in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main():
@@ -58,9 +49,9 @@ def main():
         r = module.discover(dict(base, method="auto", cache=cache), check_mode=False)
         assert r["cached"]
 
-    cold = median_time(cold_help, args.repeat)
-    hit = median_time(cache_hit, args.repeat * 3)
-    source = median_time(source_mode, args.repeat * 3)
+    cold = median_seconds(cold_help, args.repeat, warmup=False)
+    hit = median_seconds(cache_hit, args.repeat * 3, warmup=False)
+    source = median_seconds(source_mode, args.repeat * 3, warmup=False)
     print("python:     %s" % python)
     print("cold --help %.3f s" % cold)
     print("cache hit   %.3f s" % hit)

@@ -9,16 +9,16 @@ the last line holds the ratios. Not a test: nothing is asserted.
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from helpers import collections_root, sglang_venv  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 sys.path.insert(0, str(collections_root()))
 
@@ -41,16 +41,6 @@ def naive_walk(root):
     return hits
 
 
-def timed(fn, repeat):
-    fn()
-    times = []
-    for _round in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", help="tree to search (default: sglang 0.5.23 from the test venv)")
@@ -67,19 +57,21 @@ def main():
     def run_quiet(argv):
         return lambda: subprocess.run(argv, stdout=subprocess.DEVNULL, check=False)
 
+    def python_engine(m):
+        return lambda: search([root], m, file_filter, backend="python", **unlimited)
+
     rows = {
-        "python": timed(lambda: search([root], matcher, file_filter, backend="python", **unlimited), args.repeat),
-        "grep": timed(run_quiet(grep_argv), args.repeat),
-        "naive": timed(lambda: naive_walk(root), max(1, args.repeat // 2)),
+        "python": median_seconds(python_engine(matcher), args.repeat),
+        "grep": median_seconds(run_quiet(grep_argv), args.repeat),
+        "naive": median_seconds(lambda: naive_walk(root), max(1, args.repeat // 2)),
     }
     if rg:
-        rows["rg"] = timed(run_quiet(rg_argv), args.repeat)
-        rows["rg-backend"] = timed(lambda: search([root], matcher, file_filter, backend="ripgrep", rg=rg,
+        rows["rg"] = median_seconds(run_quiet(rg_argv), args.repeat)
+        rows["rg-backend"] = median_seconds(lambda: search([root], matcher, file_filter, backend="ripgrep", rg=rg,
                                                   **unlimited), args.repeat)
     # The identifier rule (the default of the module) costs only on the lines that hold a term.
     ident = LineMatcher(TERMS, [], "identifier")
-    rows["python-identifier"] = timed(lambda: search([root], ident, file_filter, backend="python", **unlimited),
-                                      args.repeat)
+    rows["python-identifier"] = median_seconds(python_engine(ident), args.repeat)
     print("tree: %s" % root)
     for name, seconds in rows.items():
         print("%-18s %.3f s" % (name, seconds))
