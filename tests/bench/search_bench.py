@@ -67,7 +67,9 @@ def main():
     }
     if rg:
         rows["rg"] = median_seconds(run_quiet(rg_argv), args.repeat)
-        rg_backend = lambda: search([root], matcher, file_filter, backend="ripgrep", rg=rg, **unlimited)  # noqa: E731
+        def rg_backend():
+            return search([root], matcher, file_filter, backend="ripgrep", rg=rg, **unlimited)
+
         rows["rg-backend"] = median_seconds(rg_backend, args.repeat)
     # The identifier rule (the default of the module) costs only on the lines that hold a term.
     ident = LineMatcher(TERMS, [], "identifier")
