@@ -60,6 +60,9 @@ def main():
     def python_engine(m):
         return lambda: search([root], m, file_filter, backend="python", **unlimited)
 
+    def rg_backend():
+        return search([root], matcher, file_filter, backend="ripgrep", rg=rg, **unlimited)
+
     rows = {
         "python": median_seconds(python_engine(matcher), args.repeat),
         "grep": median_seconds(run_quiet(grep_argv), args.repeat),
@@ -67,9 +70,6 @@ def main():
     }
     if rg:
         rows["rg"] = median_seconds(run_quiet(rg_argv), args.repeat)
-        def rg_backend():
-            return search([root], matcher, file_filter, backend="ripgrep", rg=rg, **unlimited)
-
         rows["rg-backend"] = median_seconds(rg_backend, args.repeat)
     # The identifier rule (the default of the module) costs only on the lines that hold a term.
     ident = LineMatcher(TERMS, [], "identifier")
