@@ -9,7 +9,7 @@ Thin wrappers: the logic lives in module_utils/sglang_deploy.py, shared with the
 from __future__ import absolute_import, division, print_function
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.sglang.plugins.module_utils import sglang_deploy
+from ansible_collections.gpufleet.sglang.plugins.module_utils import sglang_capabilities, sglang_deploy
 
 
 def sglang_launch_plan(flags, settings, extra_algorithms=None):
@@ -71,6 +71,11 @@ def sglang_fleet_rows(hostvars, hosts):
     return rows
 
 
+def sglang_supported_algorithms(capabilities, definitions):
+    """Algorithms the install can run: the release's list plus implementations found in its code."""
+    return sglang_capabilities.supported_algorithms(capabilities, definitions)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -81,4 +86,5 @@ class FilterModule(object):
             "sglang_drafter_problems": sglang_drafter_problems,
             "sglang_server_info_diff": sglang_server_info_diff,
             "sglang_fleet_rows": sglang_fleet_rows,
+            "sglang_supported_algorithms": sglang_supported_algorithms,
         }

@@ -87,3 +87,16 @@ def capabilities(flags, extra_algorithms=()):
 def missing_intents(caps, wanted):
     """Intents among `wanted` that this release has no flag for."""
     return [intent for intent in wanted if not caps["flags"].get(intent)]
+
+
+def supported_algorithms(caps, definitions, candidates=("DFLASH", "DDTREE")):
+    """Algorithms this install can run: the release's own list, plus candidates whose implementation
+    (a class or function named after them, e.g. DDTreeWorker) is in the code that runs, where the
+    release takes any registered algorithm name ("Builtins: ..." help text, not a fixed choices list).
+    That is how a patched checkout with DDTree shows up.
+    """
+    listed = set((caps or {}).get("speculative_algorithms") or [])
+    open_registry = (caps or {}).get("algorithms_from") == "help text"
+    names = [d.get("name", "").lower() for d in definitions or []]
+    found = set(c for c in candidates if any(c.lower() in n for n in names))
+    return sorted(listed | (found if open_registry else set()))

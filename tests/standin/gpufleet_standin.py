@@ -63,6 +63,16 @@ def sglang_parser():
     return parser, "source"
 
 
+def sglang_version():
+    """From the distribution, or from version.py for a checkout on the path (no dist-info)."""
+    try:
+        return importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        from sglang.version import __version__
+
+        return __version__
+
+
 class State(object):
     ready = False
     info = {}
@@ -103,7 +113,7 @@ def main(argv):
         log("model path %r is not a directory" % model)
         return 1
     draft = settings.get("speculative_draft_model_path")
-    version = importlib.metadata.version("sglang")
+    version = sglang_version()
     log("sglang %s, parser: %s, speculative_algorithm=%s, draft=%s"
         % (version, kind, settings.get("speculative_algorithm"), draft))
     State.info = dict(settings, version=version, launch_command=" ".join(["sglang serve"] + argv),

@@ -156,3 +156,16 @@ def test_cache_key_follows_the_files_that_define_the_flags(tmp_path):
     path = result_cache.cache_write(str(tmp_path / "cache"), key, {"flags": [1]})
     assert json.loads(Path(path).read_text())["flags"] == [1]
     assert result_cache.cache_read(str(tmp_path / "cache"), key)[0]["flags"] == [1]
+
+
+def test_supported_algorithms_adds_implementations_only_for_open_registries():
+    from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
+
+    fork = [{"name": "DDTreeWorker", "kind": "class"}, {"name": "DFlashWorkerV2", "kind": "class"}]
+    open_caps = capabilities(help_flags("0.5.23"))
+    assert "DDTREE" in supported_algorithms(open_caps, fork)
+    assert "DDTREE" not in supported_algorithms(open_caps, fork[1:])
+    # 0.5.11 has a fixed choices list: argparse would refuse DDTREE whatever the code holds.
+    closed_caps = capabilities(help_flags("0.5.11"))
+    assert supported_algorithms(closed_caps, fork) == ["DFLASH", "EAGLE", "EAGLE3", "NEXTN", "NGRAM", "STANDALONE"]
+    assert supported_algorithms(None, fork) == []

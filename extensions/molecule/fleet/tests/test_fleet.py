@@ -7,7 +7,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared")
 
 from checks import exec_start, health_status, release_flags, server_info, written_flags  # noqa: E402
 
-testinfra_hosts = ["podman://fleet-a-0523", "podman://fleet-b-0511", "podman://fleet-c-056"]
+testinfra_hosts = ["podman://fleet-a-0523", "podman://fleet-b-0511", "podman://fleet-b2-ddtree",
+                   "podman://fleet-c-056"]
 
 
 def name(host):
@@ -26,8 +27,14 @@ def test_each_node_runs_what_it_should(host):
         assert host.check_output("ls /etc/systemd/system | grep -c 'sglang.service.*~$' || true") == "0"
         return
     info = server_info(host)
-    assert info["speculative_algorithm"] == "DFLASH"
     assert not host.service("train-qwen").is_running
+    if node == "fleet-b2-ddtree":
+        # The patched checkout: DDTREE, from the interpreter of its own venv.
+        assert info["speculative_algorithm"] == "DDTREE"
+        assert exec_start(host)[0] == "/opt/sglang-ddtree/bin/python3"
+        assert "--speculative-draft-window-size" in flags
+        return
+    assert info["speculative_algorithm"] == "DFLASH"
     if node == "fleet-a-0523":
         assert "--speculative-draft-window-size" in flags
         assert "--speculative-dflash-draft-window-size" not in flags
@@ -57,7 +64,7 @@ def test_fleet_report_has_the_right_facts_for_each_host(host):
     report_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fleet-report")
     with open(os.path.join(report_dir, "fleet-report.json")) as handle:
         rows = {r["host"]: r for r in json.load(handle)["hosts"]}
-    assert set(rows) == {"fleet-a-0523", "fleet-b-0511", "fleet-c-056", "fleet-d-offline"}
+    assert set(rows) == {"fleet-a-0523", "fleet-b-0511", "fleet-b2-ddtree", "fleet-c-056", "fleet-d-offline"}
     a, b, c = rows["fleet-a-0523"], rows["fleet-b-0511"], rows["fleet-c-056"]
     assert a["status"] == "ready" and a["facts"]["package"]["version"] == "0.5.23"
     assert a["facts"]["python"] == "/opt/sglang-0.5.23/bin/python3"
@@ -68,6 +75,12 @@ def test_fleet_report_has_the_right_facts_for_each_host(host):
     assert b["status"] == "ready" and b["facts"]["package"]["version"] == "0.5.11"
     assert b["flag_names"]["draft_window_size"] == "--speculative-dflash-draft-window-size"
     assert b["facts"]["gpus"]["gpus"][1]["name"] == "NVIDIA GeForce RTX 4090"
+    fork = rows["fleet-b2-ddtree"]
+    assert fork["status"] == "ready" and "DDTREE" in fork["facts"]["algorithms"]
+    assert fork["facts"]["package"]["install"] == "editable"
+    assert fork["facts"]["package"]["editable_source"] == "/srv/src/sglang-ddtree/python"
+    assert any(d["name"] == "DDTreeWorker" for d in fork["facts"]["implementation"]["definitions"])
+    assert "DDTREE" not in a["facts"]["algorithms"]
     assert c["status"] == "blocked" and c["facts"]["capabilities"]["supports_dflash"] is False
     assert "DFLASH" in c["facts"]["implementation"]["missing_terms"]
     assert any("DFLASH is not supported" in reason for reason in c["reasons"])
@@ -76,4 +89,4 @@ def test_fleet_report_has_the_right_facts_for_each_host(host):
     assert rows["fleet-d-offline"]["status"] in ("unreachable", "failed")
     with open(os.path.join(report_dir, "fleet-report.html")) as handle:
         html = handle.read()
-    assert html.count('<tr class="') == 4 and "fleet-c-056" in html and "DFLASH is not supported" in html
+    assert html.count('<tr class="') == 5 and "fleet-c-056" in html and "DFLASH is not supported" in html
