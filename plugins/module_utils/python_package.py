@@ -15,9 +15,8 @@ import os
 
 PROBE_MARKER = "GPUFLEET_PROBE_JSON:"
 
-# Executed with ``python -I -c PROBE_SOURCE NAME``? No: -I would drop the
-# user's PYTHONPATH and site customisations that the real service also sees,
-# so the probe runs with the interpreter's normal start-up.
+# Run as ``python -c PROBE_SOURCE NAME`` with the interpreter's normal start-up (not -I):
+# the service also sees PYTHONPATH, .pth files and site customisations.
 PROBE_SOURCE = r'''
 import json, os, re, sys
 name = sys.argv[1]
