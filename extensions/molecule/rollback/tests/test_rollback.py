@@ -15,6 +15,11 @@ def test_previous_unit_restored(host):
     assert "Ansible managed" not in host.file(UNIT).content_string
 
 
+def test_nothing_half_written_stays(host):
+    # The environment file did not exist before this rollout: it is gone again.
+    assert not host.file("/etc/sglang/sglang.env").exists
+
+
 def test_previous_service_healthy_again(host):
     assert host.service("sglang").is_running
     assert health_status(host) == "200"
