@@ -162,13 +162,14 @@ class Stats(object):
 
 
 def walk_files(roots, file_filter, stats, max_unreadable=50):
-    """Yield (path, relpath) of candidate files under roots, following symlinks once.
+    """Yield (path, relpath) of candidate files under roots, following symlinks.
 
-    Each directory is entered once by its real path, so symlink loops and two roots that
-    overlap never make a file be read twice.
+    Each directory is entered once by its real path, so symlink loops and overlapping roots are
+    walked once. Only directories are remembered, never every file, so memory does not grow with
+    the tree; a file reached through a symlinked *file* as well is collapsed in `search`.
     """
     seen_dirs = set()
-    seen_files = set()
+    seen_files = set()  # root arguments that are files
 
     def note_unreadable(path, exc):
         if len(stats.unreadable) < max_unreadable:
@@ -212,10 +213,6 @@ def walk_files(roots, file_filter, stats, max_unreadable=50):
                 elif is_file:
                     if not file_filter.wants_file(rel, entry.name):
                         continue
-                    real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
-                    if real in seen_files:
-                        continue
-                    seen_files.add(real)
                     yield entry.path, rel
                 elif entry.is_symlink() and not os.path.exists(entry.path):
                     note_unreadable(entry.path, OSError(2, "dangling symlink"))
@@ -470,6 +467,24 @@ def definitions_in(path, matcher):
     return sorted(out, key=lambda d: d["line"])
 
 
+def _one_per_real_file(found):
+    """Report a file reached by several paths (symlinks) once, under its smallest path.
+
+    ripgrep --follow reports every path; this makes both backends report the same. Files are
+    told apart by (device, inode): one stat each, only for files with hits.
+    """
+    best = {}
+    for path, hits in found:
+        try:
+            st = os.stat(path)
+            identity = (st.st_dev, st.st_ino)
+        except OSError:
+            identity = path
+        if identity not in best or path < best[identity][0]:
+            best[identity] = (path, hits)
+    return sorted(best.values())
+
+
 def search(roots, matcher, file_filter, backend="python", rg=None, context=0, definitions=False,
            max_files=0, max_hits_per_file=0, max_total_hits=0, max_filesize=0):
     """Run the search and shape the result (identical for both backends)."""
@@ -481,7 +496,7 @@ def search(roots, matcher, file_filter, backend="python", rg=None, context=0, de
         found = list(python_search(roots, matcher, file_filter, context, max_filesize, stats))
     term_counts = dict((label, 0) for label, _regex, _b in matcher.items)
     files = []
-    for path, hits in found:
+    for path, hits in _one_per_real_file(found):
         for hit in hits:
             term_counts[hit["term"]] += 1
         entry = {"path": path, "hit_count": len(hits), "hits": hits, "definitions": []}
