@@ -1,12 +1,12 @@
 """python_package_info through real ansible-playbook runs against real venvs."""
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import CACHE
 
 MODULE = "gpufleet.sglang.python_package_info"
 
@@ -50,8 +50,7 @@ def test_pep660_editable(playbook, venvs):
     venv = venvs["editable"]
     r = playbook.module(MODULE, {"python": str(venv / "bin" / "python")})
     assert not r.get("failed"), r
-    checkout = (Path(os.environ.get("GPUFLEET_TEST_CACHE", Path.home() / ".cache/gpufleet-sglang-tests"))
-                / "checkouts" / "pep660").resolve()
+    checkout = (CACHE / "checkouts" / "pep660").resolve()
     assert r["install"] == "editable"
     assert r["editable_method"] == "direct_url.json"
     assert r["editable_source"] == str(checkout)
@@ -65,8 +64,7 @@ def test_legacy_egg_link_editable(playbook, venvs):
     venv = venvs["legacy"]
     r = playbook.module(MODULE, {"python": str(venv / "bin" / "python")})
     assert not r.get("failed"), r
-    checkout = (Path(os.environ.get("GPUFLEET_TEST_CACHE", Path.home() / ".cache/gpufleet-sglang-tests"))
-                / "checkouts" / "legacy").resolve()
+    checkout = (CACHE / "checkouts" / "legacy").resolve()
     assert r["install"] == "editable"
     assert r["editable_method"] == "egg-link"
     assert list((site_packages(venv)).glob("*.egg-link")), "fixture did not make an egg-link"
