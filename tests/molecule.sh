@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the Molecule scenarios (default: all) against the local systemd image; print each one's time.
-#   tests/molecule.sh [default|fleet|rollback ...]
+#   tests/molecule.sh [default|brownfield|fleet ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -10,7 +10,7 @@ export ANSIBLE_COLLECTIONS_PATH
 ANSIBLE_COLLECTIONS_PATH=$(scripts/install-collection.sh "$PWD/tests/output/collections")
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 scenarios=("$@")
-((${#scenarios[@]})) || scenarios=(default fleet rollback)
+((${#scenarios[@]})) || scenarios=(default brownfield fleet)
 cd extensions
 times=()
 for s in "${scenarios[@]}"; do

@@ -8,8 +8,13 @@ same release's source files by the collection's ast reader; the server says whic
 Then it serves what the role checks: /health (503 while "loading", then 200), /server_info
 (and the deprecated /get_server_info) with the parsed settings, /model_info and /v1/models.
 
-Failure knobs for the tests: a drafter directory holding a file GPUFLEET_STANDIN_CRASH makes
-the server exit while "loading weights", as a corrupt drafter would.
+Failure knobs for the tests (simulated, set per drafter directory):
+- a file GPUFLEET_STANDIN_CRASH makes the server exit while "loading weights", as a corrupt drafter
+  would (under Restart= that is a crash loop);
+- a file GPUFLEET_STANDIN_SERVER_INFO.json is merged into /server_info, so the server reports other
+  settings than it was given (as a build that silently ignores a flag would).
+/server_info also lists the *names* of the environment variables the process got (never values), so
+a test can see that the unit's Environment= and EnvironmentFile= reached the server.
 """
 
 import argparse
@@ -117,7 +122,13 @@ def main(argv):
     log("sglang %s, parser: %s, speculative_algorithm=%s, draft=%s"
         % (version, kind, settings.get("speculative_algorithm"), draft))
     State.info = dict(settings, version=version, launch_command=" ".join(["sglang serve"] + argv),
-                      gpufleet_standin={"parser": kind, "pid": os.getpid()})
+                      gpufleet_standin={"parser": kind, "pid": os.getpid(), "cwd": os.getcwd(),
+                                        "environment_names": sorted(os.environ)})
+    override = os.path.join(draft or "", "GPUFLEET_STANDIN_SERVER_INFO.json")
+    if draft and os.path.exists(override):
+        with open(override) as handle:
+            State.info.update(json.load(handle))
+        log("reporting simulated settings from %s" % override)
     server = ThreadingHTTPServer((settings.get("host") or "127.0.0.1", int(settings.get("port") or 30000)), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     log("listening on %s:%s, loading weights" % server.server_address[:2])

@@ -1,19 +1,31 @@
 """testinfra helpers shared by the scenarios' verifiers (imported via sys.path from each test)."""
 
 import json
-import shlex
+import os
+import re
+import subprocess
 
 SECRET = "hf_molecule_secret_value_42"
 UNIT = "/etc/systemd/system/sglang.service"
+DROPIN = "90-gpufleet-sglang.conf"
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+PLAYBOOK = os.path.join(REPO, "playbooks", "deploy_dflash.yml")
 
 
-def exec_start(host):
-    line = next(x for x in host.file(UNIT).content_string.splitlines() if x.startswith("ExecStart="))
-    return shlex.split(line[len("ExecStart="):])
+def show(host, unit, *properties):
+    """`systemctl show` of a unit: what systemd really runs, whatever file it came from."""
+    out = host.check_output("systemctl show --no-pager -p %s %s" % (",".join(properties), unit))
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def written_flags(host):
-    return [a for a in exec_start(host) if a.startswith("--")]
+def exec_start(host, unit="sglang.service"):
+    """The effective ExecStart argv (systemd joins it with spaces; the lab's words hold none)."""
+    value = show(host, unit, "ExecStart")["ExecStart"]
+    return re.search(r"argv\[\]=(.*?) ; ignore_errors=", value).group(1).split(" ")
+
+
+def written_flags(host, unit="sglang.service"):
+    return [a for a in exec_start(host, unit) if a.startswith("--")]
 
 
 def release_flags(host, python):
@@ -33,3 +45,17 @@ def server_info(host, port=30000):
 
 def health_status(host, port=30000):
     return host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health" % port)
+
+
+def rollout(*args):
+    """A real ansible-playbook run of the rollout against this scenario's inventory."""
+    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    run = subprocess.run(["ansible-playbook", "-i", inventory, PLAYBOOK] + list(args), capture_output=True,
+                         text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    run.output = run.stdout + "\n" + run.stderr
+    return run
+
+
+def recap_changed(output, host):
+    """changed=N of a host in a play recap."""
+    return int(re.search(r"^%s\s+: ok=\d+\s+changed=(\d+)" % re.escape(host), output, re.M).group(1))

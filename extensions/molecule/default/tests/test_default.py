@@ -5,7 +5,17 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 
-from checks import SECRET, UNIT, exec_start, health_status, release_flags, server_info, written_flags  # noqa: E402
+from checks import (  # noqa: E402
+    DROPIN,
+    SECRET,
+    UNIT,
+    exec_start,
+    health_status,
+    release_flags,
+    rollout,
+    server_info,
+    written_flags,
+)
 
 testinfra_hosts = ["podman://gpufleet-default"]
 PYTHON = "/opt/sglang-0.5.23/bin/python3"
@@ -47,12 +57,21 @@ def test_server_confirms_the_speculative_settings(host):
     assert info["gpufleet_standin"]["parser"] == "sglang"
 
 
+def test_operator_unit_untouched_our_dropin_beside_it(host):
+    unit = host.file(UNIT).content_string
+    assert "Managed by gpufleet" not in unit and "--speculative" not in unit
+    dropin = host.file("/etc/systemd/system/sglang.service.d/" + DROPIN).content_string
+    assert dropin.startswith("# Managed by gpufleet.sglang")
+    assert "\nExecStart=\nExecStart=/opt/sglang-0.5.23/bin/python3 -m gpufleet_standin" in dropin
+    assert "EnvironmentFile=/etc/sglang/sglang.env" in dropin
+
+
 def test_secrets_only_in_the_0600_environment_file(host):
     env = host.file("/etc/sglang/sglang.env")
     assert env.mode == 0o600 and env.user == "root"
     assert SECRET in env.content_string
     assert host.file("/etc/sglang").mode == 0o700
-    assert SECRET not in host.file(UNIT).content_string
+    assert SECRET not in host.check_output("cat /etc/systemd/system/sglang.service.d/*")
     assert SECRET not in host.check_output("journalctl --no-pager -o cat")
 
 
@@ -67,23 +86,21 @@ def test_training_stopped_and_gpus_free(host):
     assert len(gpus) == 8 and "H100" in gpus[0]  # this node's recorded inventory (host_vars)
 
 
-def test_previous_unit_kept_as_backup(host):
-    backups = host.check_output("ls /etc/systemd/system/ | grep -c '^sglang.service.*~$' || true")
-    assert int(backups) >= 1
+def test_no_backup_files_and_no_previous_state_left(host):
+    assert host.check_output("find /etc/systemd/system /etc/sglang -name '*~' | wc -l") == "0"
+    assert not host.file("/var/lib/gpufleet-sglang/sglang.service").exists
 
 
 def test_check_diff_shows_a_change_and_changes_nothing(host):
-    """A real `ansible-playbook --check --diff` with a new window size: a diff, and the unit untouched."""
-    import subprocess
-
-    before = host.file(UNIT).content_string
-    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
-    playbook = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "playbooks", "deploy_dflash.yml")
-    run = subprocess.run(["ansible-playbook", "-i", inventory, playbook, "--check", "--diff",
-                          "-e", "sglang_dflash_draft_window_size=1024"],
-                         capture_output=True, text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    """A real `ansible-playbook --check --diff` with a new window size: a diff, and nothing touched."""
+    dropin = "/etc/systemd/system/sglang.service.d/" + DROPIN
+    before = host.file(dropin).content_string
+    pid = host.check_output("systemctl show -p MainPID --value sglang")
+    run = rollout("--check", "--diff", "-e", "sglang_dflash_draft_window_size=1024")
+    assert run.returncode == 0, run.output[-3000:]
     assert "-ExecStart=" in run.stdout and "--speculative-draft-window-size 1024" in run.stdout
-    assert SECRET not in run.stdout  # the environment file's diff is never shown
-    assert host.file(UNIT).content_string == before
+    assert "switch sglang.service: changes" in run.stdout
+    assert SECRET not in run.output  # the environment file's diff is never shown
+    assert host.file(dropin).content_string == before
+    assert host.check_output("systemctl show -p MainPID --value sglang") == pid
     assert host.service("sglang").is_running and health_status(host) == "200"

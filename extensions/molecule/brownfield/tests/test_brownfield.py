@@ -1,0 +1,119 @@
+"""The user's box switched in place: every operator setting still in effect, NEXTN gone, DFlash in,
+the token never printed; a second run changes nothing; a crashing drafter is undone exactly."""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+
+from checks import DROPIN, exec_start, health_status, recap_changed, rollout, server_info, show  # noqa: E402
+
+testinfra_hosts = ["podman://gpufleet-brownfield"]
+UNIT = "sglang-qwen.service"
+TOKEN = "hf_brownfield_token_7f3a9c"
+PORT = 30001
+OUR_DROPIN = "/etc/systemd/system/sglang-qwen.service.d/" + DROPIN
+EPHEMERAL = os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
+
+
+def ephemeral(name):
+    with open(os.path.join(EPHEMERAL, name)) as handle:
+        return handle.read()
+
+
+def test_check_run_showed_the_argument_diff_and_changed_nothing(host):
+    output = ephemeral("check-output.txt")
+    assert "switch sglang-qwen.service: changes" in output
+    assert "removed: --speculative-algorithm NEXTN  --speculative-num-steps 3  --speculative-eagle-topk 1  " \
+           "--speculative-num-draft-tokens 4" in output
+    assert "added: --speculative-algorithm DFLASH  --speculative-draft-model-path /models/Qwen3.6-27B-DFlash  " \
+           "--speculative-dflash-block-size 16  --speculative-draft-window-size 2048" in output
+    assert "kept: --model-path /models/Qwen3.6-27B  --served-model-name qwen3.6-27b" in output
+    assert "+ExecStart=/usr/bin/env /root/ml-env/bin/python3 -m gpufleet_standin" in output  # the drop-in's diff
+    assert TOKEN not in output
+    after = ephemeral("after-check.txt")
+    assert "dropin=absent" in after and "operator-files=unchanged" in after and "training=active" in after
+
+
+def test_operator_files_are_byte_identical(host):
+    assert host.run("sha256sum -c /root/operator-files.sha256").rc == 0
+
+
+def test_every_operator_setting_is_still_in_effect(host):
+    s = show(host, UNIT, "FragmentPath", "DropInPaths", "Environment", "EnvironmentFiles", "WorkingDirectory",
+             "LimitNOFILE", "TimeoutStopUSec", "Restart", "User")
+    assert s["FragmentPath"] == "/etc/systemd/system/sglang-qwen.service"
+    assert s["DropInPaths"].split() == ["/etc/systemd/system/sglang-qwen.service.d/10-tuning.conf", OUR_DROPIN]
+    env = s["Environment"]
+    assert "CUDA_VISIBLE_DEVICES=1,2,3" in env and '"SGLANG_LOG_NOTE=tuned by hand"' in env
+    assert "NCCL_DEBUG=WARN" in env
+    assert "/etc/sglang-qwen/secrets.env (ignore_errors=no)" in s["EnvironmentFiles"]
+    assert s["WorkingDirectory"] == "/srv/sglang-qwen"
+    assert s["LimitNOFILE"] == "16384" and s["TimeoutStopUSec"] == "45s" and s["Restart"] == "always"
+
+
+def test_nextn_flags_gone_dflash_flags_in_tuned_flags_kept(host):
+    argv = exec_start(host, UNIT)
+    assert argv[:4] == ["/usr/bin/env", "/root/ml-env/bin/python3", "-m", "gpufleet_standin"]
+    pairs = dict(zip(argv[4::2], argv[5::2]))
+    for gone in ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"):
+        assert gone not in argv
+    assert argv.count("--speculative-algorithm") == 1 and "NEXTN" not in argv
+    assert pairs["--speculative-algorithm"] == "DFLASH"
+    assert pairs["--speculative-draft-model-path"] == "/models/Qwen3.6-27B-DFlash"
+    assert pairs["--speculative-dflash-block-size"] == "16"
+    for kept in ("--mem-fraction-static", "--context-length", "--trust-remote-code", "--served-model-name",
+                 "--port", "--host", "--model-path"):
+        assert kept in argv
+    info = server_info(host, PORT)
+    assert info["speculative_algorithm"] == "DFLASH" and int(info["speculative_dflash_block_size"]) == 16
+    assert float(info["mem_fraction_static"]) == 0.82 and int(info["context_length"]) == 32768
+    assert info["trust_remote_code"] is True and info["served_model_name"] == "qwen3.6-27b"
+    # The running process got the unit's Environment=, the drop-in's and the EnvironmentFile's variables.
+    names = info["gpufleet_standin"]["environment_names"]
+    assert {"CUDA_VISIBLE_DEVICES", "NCCL_DEBUG", "SGLANG_LOG_NOTE", "HF_TOKEN"} <= set(names)
+    assert info["gpufleet_standin"]["cwd"] == "/srv/sglang-qwen"
+
+
+def test_training_stopped_and_service_healthy(host):
+    assert not host.service("train-qwen").is_running
+    assert host.service(UNIT).is_running and health_status(host, PORT) == "200"
+
+
+def test_token_never_printed_and_no_previous_state_left(host):
+    assert TOKEN not in host.file(OUR_DROPIN).content_string
+    assert TOKEN not in host.check_output("journalctl --no-pager -o cat")
+    assert not host.file("/var/lib/gpufleet-sglang/sglang-qwen.service").exists
+    assert host.check_output("find /etc/systemd/system -name '*~' | wc -l") == "0"
+
+
+def test_second_run_changes_nothing_and_does_not_restart(host):
+    before = show(host, UNIT, "MainPID", "ExecMainStartTimestamp")
+    run = rollout()
+    assert run.returncode == 0, run.output[-3000:]
+    assert recap_changed(run.output, "gpufleet-brownfield") == 0
+    assert show(host, UNIT, "MainPID", "ExecMainStartTimestamp") == before
+    assert TOKEN not in run.output
+
+
+def test_crashing_drafter_is_undone_exactly(host):
+    dropin_before = host.file(OUR_DROPIN).content_string
+    pid_before = show(host, UNIT, "MainPID")["MainPID"]
+    started = time.monotonic()
+    run = rollout("-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-broken")
+    took = time.monotonic() - started
+    assert run.returncode != 0
+    assert "host gpufleet-brownfield, unit sglang-qwen.service: the switch to DFLASH failed" in run.output
+    assert "crash loop" in run.output and "checksum mismatch in model.safetensors" in run.output
+    assert "the previous service is back and healthy" in run.output
+    assert TOKEN not in run.output
+    # Byte for byte: the operator's files, our drop-in as it was, no previous-state copy left.
+    assert host.run("sha256sum -c /root/operator-files.sha256").rc == 0
+    assert host.file(OUR_DROPIN).content_string == dropin_before
+    assert not host.file("/var/lib/gpufleet-sglang/sglang-qwen.service").exists
+    assert health_status(host, PORT) == "200" and show(host, UNIT, "MainPID")["MainPID"] != pid_before
+    assert server_info(host, PORT)["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"
+    line = next(x for x in run.output.splitlines() if "the switch to DFLASH failed" in x)
+    sys.stderr.write("\nbrownfield crash run: %.1fs in all; %s\n" % (
+        took, line[line.index("(") + 1:line.index("Last journal")][:400]))

@@ -1,0 +1,287 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""From a host's facts and the role's variables to one decided change, or the reasons there is none.
+
+Pure (no I/O): every check that can refuse a deployment is here, so the role runs them all before
+it touches the host. The change is a drop-in of ours beside the operator's unit (switch mode) or a
+unit of ours (install mode, no service yet), plus an environment file of ours for variables and
+secrets; the operator's files are never written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import os
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import (
+    UnsafeValue,
+    drafter_problems,
+    environment_line,
+    exec_start,
+)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.switch_plan import plan_arguments
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
+    MANAGED_MARKER,
+    render_exec_start,
+    words_from_pairs,
+)
+
+# Role variable -> (lowest, highest) for the integers the role uses; None: no bound.
+INTEGER_SETTINGS = {
+    "block_size": (1, 1024), "draft_window_size": (1, None), "port": (1, 65535), "tp_size": (1, 1024),
+    "gpu_release_timeout": (1, None), "health_timeout": (1, None), "journal_lines": (0, 10000),
+    "limit_nofile": (1, None),
+}
+MIN_SECRET_LENGTH = 6
+BOOLEAN_SETTINGS = ("require_free_gpus", "disable_stopped_units")
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+
+
+def normalize_settings(raw):
+    """Role variables with the types the plan needs: (settings, problems).
+
+    Values given with `-e key=value` arrive as strings; each is converted or refused by name.
+    """
+    settings = dict(raw)
+    problems = []
+    for key, (low, high) in INTEGER_SETTINGS.items():
+        value = settings.get(key)
+        if value is None or value in ("", "None"):  # "None": a null templated by ansible-core < 2.19
+            settings[key] = None
+            continue
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            problems.append("sglang_dflash_%s must be an integer, not %r" % (key, value))
+            continue
+        if number < low or (high is not None and number > high):
+            problems.append("sglang_dflash_%s must be %s, not %d" % (
+                key, ("between %d and %d" % (low, high)) if high is not None else "at least %d" % low, number))
+            continue
+        settings[key] = number
+    for key in BOOLEAN_SETTINGS:
+        value = settings.get(key)
+        if isinstance(value, bool):
+            continue
+        text = str(value).strip().lower()
+        if text in TRUE_WORDS or text in FALSE_WORDS:
+            settings[key] = text in TRUE_WORDS
+        else:
+            problems.append("sglang_dflash_%s must be true or false, not %r" % (key, value))
+    for key in ("model_path", "draft_model_path", "python", "host"):
+        if settings.get(key) in ("", "None"):
+            settings[key] = None
+    if not settings.get("draft_model_path"):
+        problems.append("sglang_dflash_draft_model_path is required (the drafter directory on the host)")
+    if settings.get("algorithm") not in ("DFLASH", "DDTREE"):
+        problems.append("sglang_dflash_algorithm must be DFLASH or DDTREE, not %r" % settings.get("algorithm"))
+    if not isinstance(settings.get("extra_args") or [], list):
+        problems.append("sglang_dflash_extra_args must be a list of argv tokens")
+    if not isinstance(settings.get("environment") or {}, dict):
+        problems.append("sglang_dflash_environment must be a mapping of variable names to values")
+    if not isinstance(settings.get("stop_units") or [], list):
+        problems.append("sglang_dflash_stop_units must be a list of unit names")
+    window, block = settings.get("draft_window_size"), settings.get("block_size")
+    if isinstance(window, int) and isinstance(block, int) and window < block:
+        problems.append("sglang_dflash_draft_window_size (%d) must be at least sglang_dflash_block_size (%d): "
+                        "SGLang refuses to start otherwise" % (window, block))
+    return settings, problems
+
+
+def unit_name(name):
+    return name if "." in name else name + ".service"
+
+
+def environment_file_content(variables):
+    """(content, problems): KEY="VALUE" lines; a bad name or value is named, never its value shown."""
+    lines, problems = [], []
+    for key in sorted(variables or {}):
+        try:
+            lines.append(environment_line(key, variables[key]))
+        except UnsafeValue as exc:
+            problems.append("sglang_dflash_environment: %s" % _env_problem(key, exc))
+    if not lines:
+        return None, problems
+    header = "# %s (role sglang_dflash). Mode 0600: it holds secrets.\n" % MANAGED_MARKER
+    return header + "".join(line + "\n" for line in lines), problems
+
+
+def _env_problem(key, exc):
+    if "name" in str(exc):
+        return "%r is not a valid variable name (letters, digits and _, not starting with a digit)" % str(key)
+    return "the value of %s contains a control character (newline, tab, ...)" % key
+
+
+def gpu_holders(gpus, allowed_units):
+    """GPU processes owned by none of allowed_units, described for a message."""
+    out = []
+    for proc in (gpus or {}).get("processes") or []:
+        if proc.get("unit") in allowed_units:
+            continue
+        owner = proc.get("unit") or {"process gone": "exited meanwhile"}.get(proc.get("unit_source"), "no unit")
+        out.append("GPU %s pid %s (%s, %s, %s MiB)" % (proc.get("gpu_index"), proc.get("pid"),
+                                                        proc.get("process_name"), owner, proc.get("used_memory_mib")))
+    return out
+
+
+def _drafter_problems(facts, settings):
+    drafter = facts.get("draft_model") or {}
+    path = drafter.get("path") or os.path.join(settings.get("draft_model_path") or "?", "config.json")
+    if not drafter.get("dir_exists", True):
+        return ["drafter directory %s does not exist on this host (sglang_dflash_draft_model_path)"
+                % settings.get("draft_model_path")]
+    if drafter.get("error"):
+        return [drafter["error"]]
+    problems, _block = drafter_problems(drafter.get("config"), settings.get("block_size"))
+    return ["%s: %s" % (path, p) for p in problems]
+
+
+def render_dropin(plan, algorithm, env_path):
+    changes = plan["changes"]
+    lines = [
+        "# %s (role sglang_dflash): %s speculative decoding for %s." % (MANAGED_MARKER, algorithm, plan["unit"]),
+        "# The operator's unit and drop-ins are unchanged. To undo by hand: remove this file, then",
+        "#   systemctl daemon-reload && systemctl restart %s" % plan["unit"],
+    ]
+    for kind in ("removed", "added", "overridden"):
+        if changes[kind]:
+            lines.append("# %s: %s" % (kind, "; ".join(changes[kind])))
+    lines += ["[Service]", "ExecStart=", "ExecStart=" + plan["exec_start"]]
+    if env_path:
+        lines.append("EnvironmentFile=" + env_path)
+    return "\n".join(lines) + "\n"
+
+
+def render_unit(plan, settings, env_path):
+    lines = [
+        "# %s (role sglang_dflash): SGLang with %s speculative decoding." % (MANAGED_MARKER, settings["algorithm"]),
+        "[Unit]",
+        "Description=SGLang server (%s speculative decoding)" % settings["algorithm"],
+        "After=network-online.target",
+        "Wants=network-online.target",
+        "",
+        "[Service]",
+        "Type=simple",
+        "User=%s" % settings.get("user", "root"),
+    ]
+    if env_path:
+        lines.append("EnvironmentFile=" + env_path)
+    lines += ["ExecStart=" + plan["exec_start"], "Restart=on-failure", "RestartSec=5", "TimeoutStopSec=60"]
+    if settings.get("limit_nofile"):
+        lines.append("LimitNOFILE=%d" % settings["limit_nofile"])
+    lines += ["", "[Install]", "WantedBy=multi-user.target"]
+    return "\n".join(lines) + "\n"
+
+
+def _sha256(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
+
+
+def deployment_plan(facts, raw_settings):
+    """Decide the change for one host: {errors, mode, unit, files, exec_start, changes, ...}.
+
+    raw_settings: the role's variables without the sglang_dflash_ prefix (see roles/.../vars/main.yml).
+    errors is the full list of reasons this host cannot take the deployment; when it is empty the
+    rest says exactly what to write, and `needs_change` whether anything differs from the host.
+    """
+    settings, errors = normalize_settings(raw_settings)
+    facts = facts or {}
+    errors = list(facts.get("problems") or []) + errors
+    unit = facts.get("unit") or {}
+    unit_id = unit.get("id") or unit_name(settings.get("service_name") or "sglang")
+    switch = bool(unit.get("exists")) and not unit.get("managed_by_us")
+    plan = {"unit": unit_id, "mode": "switch" if switch else "install", "errors": errors, "needs_change": False,
+            "changes": {"kept": [], "removed": [], "added": [], "overridden": []}, "exec_start": None,
+            "old_exec_start": (unit.get("exec_start") or {}).get("value"), "files": {},
+            "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",
+            "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
+            "old_active": unit.get("active_state") == "active", "settings": settings}
+    if switch and unit.get("later_exec_start_dropins"):
+        errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
+                      "rename them or set sglang_dflash_dropin_name to sort last"
+                      % (", ".join(unit["later_exec_start_dropins"]), settings.get("dropin_name")))
+
+    flags = (facts.get("flags") or {}).get("list")
+    current = None
+    if switch and unit.get("command"):
+        command = unit["command"]
+        current = {"args": words_from_pairs(command["args"]),
+                   "context": "shell" if command.get("wrapper") == "shell" else "systemd"}
+    args = None
+    if flags and (current is not None or not switch):
+        args = plan_arguments(flags, settings, current, facts.get("algorithms") or ())
+        errors.extend(args["errors"])
+        plan.update(changes=args["changes"], expected_server_info=args["expected_server_info"],
+                    flag_names=args["flag_names"])
+        if current is not None:
+            old = plan_arguments(flags, {}, current, facts.get("algorithms") or ())
+            plan["old_port"] = old.get("port")
+            plan["old_health_host"] = old.get("health_host") or "127.0.0.1"
+
+    # The drafter, the model, the user, the environment, the units to stop, the GPUs.
+    errors.extend(_drafter_problems(facts, settings))
+    model = facts.get("model")
+    if settings.get("model_path") and model is not None and not model.get("dir_exists"):
+        errors.append("model path %s is not a directory on this host (sglang_dflash_model_path)"
+                      % settings["model_path"])
+    if not switch and facts.get("user_exists") is False:
+        errors.append("user %s does not exist on this host (sglang_dflash_user)" % settings.get("user"))
+    env_vars = dict((str(k), v) for k, v in (settings.get("environment") or {}).items())
+    env_vars.update((args or {}).get("secret_env") or {})
+    env_content, env_problems = environment_file_content(env_vars)
+    errors.extend(env_problems)
+    related = facts.get("related_units") or {}
+    stop_units = [unit_name(u) for u in settings.get("stop_units") or []]
+    missing_units = [u for u in stop_units if not (related.get(u) or {}).get("exists")]
+    if missing_units:
+        errors.append("sglang_dflash_stop_units: %s do(es) not exist on this host" % ", ".join(missing_units))
+    gpus = facts.get("gpus") or {}
+    if settings.get("require_free_gpus") and gpus.get("nvidia_smi") == "present":
+        holders = gpu_holders(gpus, set(stop_units + [unit_id]))
+        if holders:
+            errors.append("GPUs are held by processes the deployment would not stop: %s; add their units to "
+                          "sglang_dflash_stop_units, stop them, or set sglang_dflash_require_free_gpus=false"
+                          % "; ".join(holders))
+    if errors or args is None:
+        if args is None and not errors:
+            errors.append("the release's flags could not be read")
+        return plan
+
+    # What to write.
+    env_path = settings.get("env_file") if env_content else None
+    if switch:
+        exec_value = render_exec_start(unit["exec_start"]["prefix"], words_from_pairs(unit["exec_start"]["words"]),
+                                       unit["command"], args["args_raw"])
+    else:
+        python = facts.get("python")
+        exec_value = " ".join([exec_start([python, "-m", settings.get("launcher_module") or "sglang.launch_server"])]
+                              + args["args_raw"])
+    plan["exec_start"] = exec_value
+    # Values to keep out of journal lines we quote; short ones ("1") cannot be told from other text.
+    secret_values = sorted(set(str(v) for v in env_vars.values() if len(str(v)) >= MIN_SECRET_LENGTH))
+    plan.update(port=args["port"], health_host=args["health_host"], env_content=env_content,
+                secret_values=secret_values)
+    if switch:
+        dropin = unit.get("managed_dropin") or {}
+        config = {"path": dropin.get("path") or os.path.join("/etc/systemd/system", unit_id + ".d",
+                                                             settings.get("dropin_name")),
+                  "content": render_dropin(plan, settings["algorithm"], env_path),
+                  "current": dropin.get("content")}
+    else:
+        current_unit = facts.get("managed_unit_file") or {}
+        config = {"path": current_unit.get("path") or os.path.join(settings.get("unit_dir") or "/etc/systemd/system",
+                                                                   unit_id),
+                  "content": render_unit(plan, settings, env_path), "current": current_unit.get("content")}
+    config["changed"] = config["content"] != config["current"]
+    del config["current"]
+    env_state = facts.get("managed_env_file") or {}
+    env_file = {"path": settings.get("env_file"), "present": env_content is not None}
+    env_file["changed"] = (_sha256(env_content) != env_state.get("sha256")) if env_content is not None \
+        else bool(env_state.get("exists"))
+    plan["files"] = {"config": config, "env": env_file}
+    plan["needs_change"] = config["changed"] or env_file["changed"]
+    return plan

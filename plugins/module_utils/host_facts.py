@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Everything the role needs to know about one host, gathered in one module run.
+
+The service as systemd sees it, the interpreter behind its ExecStart, where that interpreter
+imports sglang from, the DFlash/DDTree implementation in that code, the release's flags and
+capabilities, the GPUs and their processes, the drafter's and target's config.json, the states of
+the units to stop, and this collection's own files on the host. Nothing here fails the run: every
+part that cannot be read becomes a `problems` entry saying what to set, so a fleet report shows a
+broken host as blocked with the reason, and the deployment refuses it before any change.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import pwd
+import time
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils import (
+    cli_flags,
+    nvidia_smi,
+    python_package,
+    source_search,
+)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
+from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
+    UnitError,
+    read_service,
+    split_environment,
+)
+
+# Variables of the service that change which sglang its interpreter imports; secrets are not read.
+PYTHON_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH",
+                      "VIRTUAL_ENV", "PATH")
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def run_systemctl(argv):
+    run = run_argv(argv, timeout=30, env=dict(os.environ, LC_ALL="C", SYSTEMD_PAGER="", SYSTEMD_COLORS="0"))
+    if run.error:
+        return 127, "", run.error
+    return run.rc, run.stdout, run.stderr
+
+
+def service_python_environment(unit):
+    """PYTHON* variables (and PATH) the service gets from Environment= and EnvironmentFile=."""
+    env = {}
+    for entry in unit.get("environment_files") or []:
+        try:
+            with open(entry["path"]) as handle:
+                for line in handle:
+                    line = line.strip()
+                    if line.startswith("export "):
+                        line = line[len("export "):]
+                    for key, value in split_environment(line):
+                        if key in PYTHON_ENVIRONMENT:
+                            env[key] = value
+        except (OSError, UnicodeDecodeError):
+            continue
+    for key, value in unit.get("environment") or []:
+        if key in PYTHON_ENVIRONMENT:
+            env[key] = value
+    return env
+
+
+def read_json_file(path):
+    """{path, config} or {path, error} for a config.json, with the file named in every error."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_CONFIG_BYTES:
+            return {"path": path, "error": "%s is %d bytes, more than a config.json should be" % (path, size)}
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8")
+        return {"path": path, "config": json.loads(text)}
+    except OSError as exc:
+        return {"path": path, "error": "cannot read %s: %s" % (path, exc.strerror or exc)}
+    except UnicodeDecodeError as exc:
+        return {"path": path, "error": "%s is not UTF-8 text: %s" % (path, exc)}
+    except ValueError as exc:
+        return {"path": path, "error": "%s is not valid JSON: %s" % (path, exc)}
+
+
+def unit_states(names):
+    """{unit: {exists, active_state, unit_file_state}} of the units to stop."""
+    states = {}
+    for name in names:
+        unit = name if "." in name else name + ".service"
+        rc, out, _err = run_systemctl(["systemctl", "show", "--no-pager", "-p",
+                                       "LoadState,ActiveState,UnitFileState", unit])
+        show = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        states[unit] = {"exists": rc == 0 and show.get("LoadState") not in (None, "not-found"),
+                        "active_state": show.get("ActiveState"), "unit_file_state": show.get("UnitFileState")}
+    return states
+
+
+def file_digest(path):
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def gather(params, check_mode):
+    started = time.monotonic()
+    problems = []
+    facts = {"problems": problems}
+    service = params["service"]
+    launchers = list(params["launcher_modules"])
+    try:
+        unit = read_service(service, launchers, run_systemctl, params.get("managed_dropin"))
+    except UnitError as exc:
+        unit = {"name": service, "exists": False, "error": str(exc)}
+        problems.append(str(exc))
+    facts["unit"] = unit
+    if unit.get("exists") and unit.get("error") and not params.get("python"):
+        problems.append(unit["error"] + "; or set sglang_dflash_python")
+
+    command = unit.get("command") or {}
+    python = params.get("python") or command.get("python")
+    facts["python"] = python
+    facts["python_from"] = "sglang_dflash_python" if params.get("python") else ("ExecStart" if python else None)
+    if not python and not unit.get("error"):
+        problems.append("no interpreter: %s has no unit to read ExecStart from; set sglang_dflash_python"
+                        % unit.get("name", service))
+    environment = service_python_environment(unit)
+    facts["service_python_environment"] = sorted(environment)
+
+    facts["package"] = None
+    if python:
+        try:
+            facts["package"] = python_package.resolve_package(python, "sglang", environment, params["timeout"])
+        except python_package.PackageInfoError as exc:
+            problems.append("interpreter %s: %s" % (python, exc))
+    package = facts["package"] or {}
+    if facts["package"] and package.get("install") == "missing":
+        problems.append("sglang is not installed for %s; set sglang_dflash_python to the interpreter that has it"
+                        % python)
+
+    facts["implementation"] = None
+    roots = package.get("search_roots") or []
+    if roots:
+        try:
+            found = source_search.run_search(dict(
+                paths=roots, terms=list(params["search_terms"]), patterns=[], match="identifier",
+                case_sensitive=False, include=["*.py"], exclude=["tests", "test", "__pycache__", ".git"],
+                context=0, definitions=True, max_files=50, max_hits_per_file=3, max_total_hits=100,
+                max_filesize=10 * 1024 * 1024, backend="auto", rg_path=None, cache=params.get("cache")), check_mode)
+            definitions = sorted(found["definitions"], key=lambda d: (d["kind"], d["path"], d["line"]))
+            facts["implementation"] = {
+                "missing_terms": found["missing_terms"], "definitions": definitions[:30],
+                "definitions_total": len(definitions), "backend": found["backend"], "cached": found["cached"],
+                "elapsed_s": found["elapsed_s"]}
+        except source_search.SearchError as exc:
+            problems.append("searching %s: %s" % (", ".join(roots), exc))
+
+    facts["flags"] = None
+    facts["capabilities"] = None
+    if facts["package"] and package.get("install") != "missing":
+        try:
+            flags = cli_flags.discover(dict(
+                argv=[python, "-m", "sglang.launch_server", "--help"], method=params["flags_method"],
+                source_dir=None, timeout=params["help_timeout"], environment=environment,
+                cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes")), check_mode)
+            facts["flags"] = {
+                "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
+                "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),
+                "warnings": flags.get("warnings") or [], "list": flags["flags"]}
+            facts["capabilities"] = flags["capabilities"]
+        except cli_flags.FlagsError as exc:
+            problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))
+    facts["algorithms"] = supported_algorithms(
+        facts["capabilities"], (facts["implementation"] or {}).get("definitions") or []) \
+        if facts["capabilities"] else []
+
+    facts["gpus"] = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"])
+
+    for key in ("model_path", "draft_model_path"):
+        path = params.get(key)
+        if path:
+            entry = read_json_file(os.path.join(path, "config.json"))
+            entry["dir_exists"] = os.path.isdir(path)
+            facts[key.replace("_path", "")] = entry
+    if params.get("user"):
+        try:
+            pwd.getpwnam(params["user"])
+            facts["user_exists"] = True
+        except KeyError:
+            facts["user_exists"] = False
+    facts["related_units"] = unit_states(params.get("related_units") or [])
+    env_file = params.get("managed_env_file")
+    if env_file:
+        facts["managed_env_file"] = {"path": env_file, "exists": os.path.isfile(env_file),
+                                     "sha256": file_digest(env_file)}
+    unit_file = params.get("managed_unit_file")
+    if unit_file:
+        exists = os.path.isfile(unit_file)
+        content = None
+        if exists:
+            with open(unit_file) as handle:
+                content = handle.read()
+        facts["managed_unit_file"] = {"path": unit_file, "exists": exists, "content": content}
+    facts["elapsed_s"] = round(time.monotonic() - started, 3)
+    return facts

@@ -1,0 +1,130 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Is the restarted SGLang service up, and what does it say it runs?
+
+Polls systemd and the server together, so that a crash-looping server (unit failed, or waiting to
+be restarted, or restarted already) is reported within a poll interval instead of after the whole
+health timeout; then reads /server_info (or the older /get_server_info).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import time
+
+try:
+    from urllib.error import HTTPError, URLError
+    from urllib.request import Request, urlopen
+except ImportError:  # pragma: no cover - Python 2 is not supported on targets, sanity imports it
+    HTTPError = URLError = Exception
+    Request = urlopen = None
+
+STATE_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "MainPID", "Result", "InvocationID",
+                    "ExecMainStartTimestampMonotonic")
+MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+def http_get(url, timeout):
+    """(status, body text); status 0 with the reason when nothing answered."""
+    try:
+        response = urlopen(Request(url, headers={"Accept": "application/json"}), timeout=timeout)
+        return response.getcode(), response.read(MAX_BODY_BYTES).decode("utf-8", "replace")
+    except HTTPError as exc:
+        return exc.code, exc.read(MAX_BODY_BYTES).decode("utf-8", "replace") if exc.fp else ""
+    except (URLError, OSError, ValueError) as exc:
+        return 0, str(getattr(exc, "reason", exc))
+
+
+def service_state(unit, run_systemctl):
+    rc, out, _err = run_systemctl(["systemctl", "show", "--no-pager", "-p", ",".join(STATE_PROPERTIES), unit])
+    state = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            state[key] = value
+    state["NRestarts"] = int(state.get("NRestarts") or 0)
+    return state
+
+
+def crash_reason(state):
+    """Why the unit is not going to come up by itself, or None while it may still."""
+    active, sub = state.get("ActiveState"), state.get("SubState")
+    if active == "failed":
+        return "the unit failed (%s)" % (state.get("Result") or sub)
+    if sub == "auto-restart":
+        return "the server exited and systemd is about to restart it (crash loop)"
+    if state["NRestarts"] > 0:
+        return "the server exited and systemd restarted it %d time(s) (crash loop)" % state["NRestarts"]
+    if active in ("inactive", "deactivating"):
+        return "the unit is %s (%s): the server exited" % (active, sub)
+    return None
+
+
+def read_server_info(base_url, timeout):
+    """(info dict or None, endpoint used, problem)."""
+    for endpoint in ("/server_info", "/get_server_info"):
+        status, body = http_get(base_url + endpoint, timeout)
+        if status == 404:
+            continue
+        if status != 200:
+            return None, endpoint, "%s answered %s" % (endpoint, status or body)
+        try:
+            info = json.loads(body)
+        except ValueError:
+            return None, endpoint, "%s did not answer JSON" % endpoint
+        if not isinstance(info, dict):
+            return None, endpoint, "%s did not answer a JSON object" % endpoint
+        return info, endpoint, None
+    return None, None, "neither /server_info nor /get_server_info exists"
+
+
+def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.monotonic, sleep=time.sleep):
+    """Wait for /health 200 while watching the unit; then read the server info.
+
+    Returns {ready, crashed, reason, elapsed_s, health_status, server_info, server_info_endpoint, state}.
+    """
+    started = clock()
+    status, body = 0, ""
+    state = {}
+    while True:
+        state = service_state(unit, run_systemctl)
+        reason = crash_reason(state)
+        elapsed = round(clock() - started, 2)
+        if reason:
+            return {"ready": False, "crashed": True, "reason": reason, "elapsed_s": elapsed,
+                    "health_status": status, "server_info": None, "server_info_endpoint": None, "state": state}
+        status, body = http_get(base_url + "/health", min(5.0, max(1.0, timeout)))
+        if status == 200:
+            info, endpoint, problem = read_server_info(base_url, 10.0)
+            return {"ready": problem is None, "crashed": False, "reason": problem,
+                    "elapsed_s": round(clock() - started, 2), "health_status": status, "server_info": info,
+                    "server_info_endpoint": endpoint, "state": state,
+                    "since_start_s": seconds_since_start(state, clock)}
+        if elapsed >= timeout:
+            return {"ready": False, "crashed": False, "elapsed_s": elapsed, "health_status": status,
+                    "reason": "/health did not answer 200 within %ss (last: %s)" % (timeout, status or body),
+                    "server_info": None, "server_info_endpoint": None, "state": state}
+        sleep(poll)
+
+
+def seconds_since_start(state, clock=time.monotonic):
+    """Seconds since systemd started the server's main process (both clocks are CLOCK_MONOTONIC)."""
+    try:
+        started_us = int(state.get("ExecMainStartTimestampMonotonic") or 0)
+    except ValueError:
+        return None
+    return round(clock() - started_us / 1e6, 2) if started_us else None
+
+
+def redact(lines, secrets):
+    """Lines with every secret value replaced (journal lines can echo the server's arguments)."""
+    secrets = sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True)
+    out = []
+    for line in lines:
+        for secret in secrets:
+            line = line.replace(secret, "********")
+        out.append(line)
+    return out

@@ -1,0 +1,240 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_facts
+short_description: Everything about a host's SGLang service in one module run
+version_added: "0.2.0"
+description:
+  - Reads the SGLang service as systemd sees it (C(systemctl show) for the unit's files, drop-ins,
+    environment and states; the files in systemd's order for the exact ExecStart words), resolves the
+    interpreter behind C(/usr/bin/env), C(bash -c '... exec python -m sglang.launch_server ...') wrappers,
+    the C(sglang serve) console script and C(python -m MODULE), then runs what
+    M(gpufleet.sglang.python_package_info), M(gpufleet.sglang.source_search), M(gpufleet.sglang.cli_flags)
+    and M(gpufleet.sglang.gpu_info) do, in the same process, with the same code and caches.
+  - Also reads the drafter's and the target model's C(config.json), whether the service user exists, the
+    states of the units to stop, and the collection's own files on the host.
+  - Never fails because of what it finds; every part that cannot be read is a RV(problems) entry that says
+    what to set. It fails only on bad options.
+author:
+  - gpufleet.sglang contributors (@gpufleet)
+options:
+  service:
+    description: Name of the SGLang unit (with or without C(.service)).
+    type: str
+    default: sglang
+  python:
+    description: Interpreter that runs SGLang; by default the one behind the unit's ExecStart.
+    type: path
+  launcher_modules:
+    description: Modules started as C(python -m MODULE) that are the SGLang server.
+    type: list
+    elements: str
+    default: [sglang.launch_server]
+  managed_dropin:
+    description: Base name of this collection's own drop-in; it is left out of the operator's command line.
+    type: str
+  managed_env_file:
+    description: Path of this collection's environment file; its checksum is returned, never its content.
+    type: path
+  managed_unit_file:
+    description: Path of a unit file this collection writes for a new service; its content is returned.
+    type: path
+  model_path:
+    description: Target model directory; its C(config.json) is read.
+    type: path
+  draft_model_path:
+    description: Drafter directory; its C(config.json) is read.
+    type: path
+  user:
+    description: A user whose existence is checked.
+    type: str
+  related_units:
+    description: Units whose states are returned (for example the training job to stop).
+    type: list
+    elements: str
+    default: []
+  search_terms:
+    description: Terms searched in the code that runs (identifier match).
+    type: list
+    elements: str
+    default: [DFLASH, DDTREE]
+  flags_method:
+    description: How the release's flags are read; see M(gpufleet.sglang.cli_flags).
+    type: str
+    choices: [auto, help, source]
+    default: auto
+  cache:
+    description: On-host cache directory for the flags and the source search (nothing is written in check mode).
+    type: path
+  timeout:
+    description: Seconds for each probe of the interpreter and each C(nvidia-smi) call.
+    type: int
+    default: 30
+  help_timeout:
+    description: Seconds for C(--help).
+    type: int
+    default: 120
+  max_output_bytes:
+    description: Largest C(--help) output read.
+    type: int
+    default: 4194304
+  nvidia_smi:
+    description: Path of C(nvidia-smi); looked up on PATH by default.
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Runs the same in check mode, but writes no cache.
+  diff_mode:
+    support: none
+    description: Nothing is changed.
+notes:
+  - Needs systemd on the target for the service part; without it the unit is reported as a problem.
+seealso:
+  - module: gpufleet.sglang.python_package_info
+  - module: gpufleet.sglang.cli_flags
+"""
+
+EXAMPLES = r"""
+- name: What runs the hand-written sglang-qwen service, and can it do DFlash?
+  gpufleet.sglang.sglang_facts:
+    service: sglang-qwen
+    draft_model_path: /models/Qwen3.6-27B-DFlash
+    cache: /var/cache/gpufleet-sglang
+  register: host
+
+- name: Show the interpreter, the release and what it supports
+  ansible.builtin.debug:
+    msg: "{{ host.python }} sglang {{ host.package.version }}: {{ host.algorithms }}; problems: {{ host.problems }}"
+"""
+
+RETURN = r"""
+unit:
+  description:
+    - The service as systemd sees it. C(exists), C(id), C(fragment_path), C(dropin_paths), C(active_state),
+      C(sub_state), C(unit_file_state), C(user), C(working_directory), C(environment) ([name, value] pairs),
+      C(environment_files), C(main_pid), C(n_restarts), C(started_at), C(managed_by_us) (the unit file is this
+      collection's), C(managed_dropin) (path, exists, content), C(later_exec_start_dropins).
+    - C(exec_start) has the effective ExecStart C(value), the C(file) it comes from and its C(words) as
+      [value, raw]; C(command) the resolved C(form) (C(python -m) or C(console script)), C(wrapper)
+      (null, C(env), C(shell)), C(python), C(launcher) and the server's C(args).
+    - C(error) says why the command could not be resolved.
+  returned: always
+  type: dict
+python:
+  description: The interpreter inspected (from O(python) or the unit's ExecStart); null when none.
+  returned: always
+  type: str
+python_from:
+  description: Where RV(python) came from, C(sglang_dflash_python) or C(ExecStart).
+  returned: always
+  type: str
+package:
+  description: What M(gpufleet.sglang.python_package_info) returns for sglang in that interpreter.
+  returned: always
+  type: dict
+implementation:
+  description: DFlash/DDTree hits in the code that runs (missing_terms, definitions, definitions_total, backend).
+  returned: always
+  type: dict
+flags:
+  description: The release's flags (C(list)), how they were read (C(method), C(cached), C(fallback_reason)).
+  returned: always
+  type: dict
+capabilities:
+  description: Speculative-decoding capabilities of the release (see M(gpufleet.sglang.cli_flags)).
+  returned: always
+  type: dict
+algorithms:
+  description: Algorithms this install can run (the release's list plus implementations found in its code).
+  returned: always
+  type: list
+  elements: str
+gpus:
+  description: What M(gpufleet.sglang.gpu_info) returns.
+  returned: always
+  type: dict
+model:
+  description: The target's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
+  returned: when O(model_path) is set
+  type: dict
+draft_model:
+  description: The drafter's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
+  returned: when O(draft_model_path) is set
+  type: dict
+user_exists:
+  description: Whether O(user) exists.
+  returned: when O(user) is set
+  type: bool
+related_units:
+  description: For each of O(related_units), C(exists), C(active_state) and C(unit_file_state).
+  returned: always
+  type: dict
+managed_env_file:
+  description: C(path), C(exists) and C(sha256) of O(managed_env_file).
+  returned: when O(managed_env_file) is set
+  type: dict
+managed_unit_file:
+  description: C(path), C(exists) and C(content) of O(managed_unit_file).
+  returned: when O(managed_unit_file) is set
+  type: dict
+problems:
+  description: What keeps this host from being inspected fully, each saying what to set.
+  returned: always
+  type: list
+  elements: str
+elapsed_s:
+  description: Seconds the module took.
+  returned: always
+  type: float
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.sglang.plugins.module_utils.host_facts import gather
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            service=dict(type="str", default="sglang"),
+            python=dict(type="path"),
+            launcher_modules=dict(type="list", elements="str", default=["sglang.launch_server"]),
+            managed_dropin=dict(type="str"),
+            managed_env_file=dict(type="path"),
+            managed_unit_file=dict(type="path"),
+            model_path=dict(type="path"),
+            draft_model_path=dict(type="path"),
+            user=dict(type="str"),
+            related_units=dict(type="list", elements="str", default=[]),
+            search_terms=dict(type="list", elements="str", default=["DFLASH", "DDTREE"]),
+            flags_method=dict(type="str", default="auto", choices=["auto", "help", "source"]),
+            cache=dict(type="path"),
+            timeout=dict(type="int", default=30),
+            help_timeout=dict(type="int", default=120),
+            max_output_bytes=dict(type="int", default=4 * 1024 * 1024),
+            nvidia_smi=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    host = socket.gethostname()
+    for option in ("timeout", "help_timeout", "max_output_bytes"):
+        if module.params[option] <= 0:
+            module.fail_json(msg="host %s: %s must be greater than 0, not %s" % (host, option, module.params[option]))
+    if not module.params["service"] or "/" in module.params["service"]:
+        module.fail_json(msg="host %s: service %r is not a unit name such as sglang-qwen"
+                             % (host, module.params["service"]))
+    module.exit_json(changed=False, **gather(module.params, module.check_mode))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_wait_ready
+short_description: Wait until an SGLang service answers /health, failing fast when it crash-loops
+version_added: "0.2.0"
+description:
+  - Polls the systemd unit and the server together. A unit that failed, is waiting to be restarted or was
+    restarted by systemd is reported within one poll interval, with the unit's last journal lines, instead of
+    after the whole O(timeout).
+  - Once C(/health) answers 200, reads C(/server_info) (or C(/get_server_info) on older releases) and returns it.
+author:
+  - gpufleet.sglang contributors (@gpufleet)
+options:
+  service:
+    description: The SGLang unit.
+    type: str
+    required: true
+  host:
+    description: Address the server is reached at from the host itself.
+    type: str
+    default: 127.0.0.1
+  port:
+    description: Port of the server.
+    type: int
+    default: 30000
+  timeout:
+    description: Seconds to wait for C(/health) to answer 200.
+    type: int
+    default: 600
+  poll_interval:
+    description: Seconds between two looks at the unit and the server.
+    type: float
+    default: 1.0
+  journal_lines:
+    description: Journal lines of the unit returned when it is not ready.
+    type: int
+    default: 40
+  redact:
+    description: Values (secrets) replaced by C(********) in the returned journal lines.
+    type: list
+    elements: str
+    default: []
+  fail_when_not_ready:
+    description: Fail when the server is not ready; otherwise return RV(ready=false).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: Only reads; it runs the same way in check mode.
+  diff_mode:
+    support: none
+    description: Nothing is changed.
+seealso:
+  - module: gpufleet.sglang.sglang_facts
+"""
+
+EXAMPLES = r"""
+- name: Wait for the switched server, failing within seconds if it crash-loops
+  gpufleet.sglang.sglang_wait_ready:
+    service: sglang-qwen.service
+    port: 30000
+    timeout: 600
+  register: ready
+"""
+
+RETURN = r"""
+ready:
+  description: Whether C(/health) answered 200 and the server info was read.
+  returned: always
+  type: bool
+crashed:
+  description: Whether the unit failed or crash-looped while waiting.
+  returned: always
+  type: bool
+reason:
+  description: Why the server is not ready; null when it is.
+  returned: always
+  type: str
+elapsed_s:
+  description: Seconds from the start of the wait to healthy (or to the crash, or the timeout).
+  returned: always
+  type: float
+since_start_s:
+  description: Seconds from the start of the server's main process (as systemd recorded it) to healthy.
+  returned: when ready
+  type: float
+server_info:
+  description: What C(/server_info) answered; null when not ready.
+  returned: always
+  type: dict
+server_info_endpoint:
+  description: C(/server_info) or C(/get_server_info).
+  returned: always
+  type: str
+state:
+  description: The unit's C(ActiveState), C(SubState), C(NRestarts), C(MainPID), C(Result) at the end.
+  returned: always
+  type: dict
+journal:
+  description: The unit's last journal lines, secrets redacted.
+  returned: when not ready
+  type: list
+  elements: str
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.sglang.plugins.module_utils.host_facts import run_systemctl
+from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import redact, wait_ready
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            service=dict(type="str", required=True),
+            host=dict(type="str", default="127.0.0.1"),
+            port=dict(type="int", default=30000),
+            timeout=dict(type="int", default=600),
+            poll_interval=dict(type="float", default=1.0),
+            journal_lines=dict(type="int", default=40),
+            redact=dict(type="list", elements="str", default=[], no_log=True),
+            fail_when_not_ready=dict(type="bool", default=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    host = socket.gethostname()
+    for option, low in (("port", 1), ("timeout", 1), ("journal_lines", 0)):
+        if p[option] < low:
+            module.fail_json(msg="host %s: %s must be at least %d, not %s" % (host, option, low, p[option]))
+    if p["port"] > 65535 or p["poll_interval"] <= 0:
+        module.fail_json(msg="host %s: port must be 1-65535 and poll_interval greater than 0" % host)
+    unit = p["service"] if "." in p["service"] else p["service"] + ".service"
+    address = "[%s]" % p["host"] if ":" in p["host"] else p["host"]
+    result = wait_ready(unit, "http://%s:%d" % (address, p["port"]), p["timeout"], run_systemctl, p["poll_interval"])
+    if result["ready"]:
+        module.exit_json(changed=False, **result)
+    rc, out, _err = run_systemctl(["journalctl", "--unit", unit, "--lines", str(p["journal_lines"]),
+                                   "--no-pager", "--output", "cat"])
+    result["journal"] = redact(out.splitlines(), p["redact"]) if rc == 0 else []
+    if p["fail_when_not_ready"]:
+        module.fail_json(msg="host %s: %s is not ready after %ss: %s"
+                             % (host, unit, result["elapsed_s"], result["reason"]), **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
