@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy impo
     environment_line,
     exec_start,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.switch_plan import plan_arguments
+from ansible_collections.gpufleet.sglang.plugins.module_utils.switch_plan import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
     MANAGED_MARKER,
     render_exec_start,
@@ -190,6 +190,9 @@ def deployment_plan(facts, raw_settings):
     """
     settings, errors = normalize_settings(raw_settings)
     facts = facts or {}
+    if facts.get("failed"):
+        # The facts module itself failed (bad options, or it could not run on the host).
+        errors.insert(0, "gathering the facts failed: %s" % facts.get("msg", "no message"))
     errors = list(facts.get("problems") or []) + errors
     unit = facts.get("unit") or {}
     unit_id = unit.get("id") or unit_name(settings.get("service_name") or "sglang")
@@ -217,10 +220,9 @@ def deployment_plan(facts, raw_settings):
         errors.extend(args["errors"])
         plan.update(changes=args["changes"], expected_server_info=args["expected_server_info"],
                     flag_names=args["flag_names"])
-        if current is not None:
-            old = plan_arguments(flags, {}, current, facts.get("algorithms") or ())
-            plan["old_port"] = old.get("port")
-            plan["old_health_host"] = old.get("health_host") or "127.0.0.1"
+    if flags and unit.get("command"):
+        # Where the service as it runs now answers: the rollback checks it there.
+        plan["old_port"], plan["old_health_host"] = listen_address(flags, words_from_pairs(unit["command"]["args"]))
 
     # The drafter, the model, the user, the environment, the units to stop, the GPUs.
     errors.extend(_drafter_problems(facts, settings))

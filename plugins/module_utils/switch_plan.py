@@ -294,6 +294,16 @@ def _last_value(args, index, option):
     return found
 
 
+def listen_address(flags, words):
+    """(port, host to reach it at) of a command's argument Words; port None when not a number."""
+    index = flag_index(flags)
+    names = capabilities(flags)["flags"]
+    values = [w.value for w in words]
+    port = _last_value(values, index, names.get("port") or "--port")
+    port = SGLANG_DEFAULT_PORT if port is None else (int(port) if port.isdigit() else None)
+    return port, _health_host(_last_value(values, index, names.get("host") or "--host"))
+
+
 def _health_host(host):
     """Where the role reaches the server on the host itself."""
     if not host or host in ("0.0.0.0", "::", "[::]"):

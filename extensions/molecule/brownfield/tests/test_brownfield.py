@@ -56,7 +56,7 @@ def test_every_operator_setting_is_still_in_effect(host):
 def test_nextn_flags_gone_dflash_flags_in_tuned_flags_kept(host):
     argv = exec_start(host, UNIT)
     assert argv[:4] == ["/usr/bin/env", "/root/ml-env/bin/python3", "-m", "gpufleet_standin"]
-    pairs = dict(zip(argv[4::2], argv[5::2]))
+    pairs = dict((a, argv[i + 1]) for i, a in enumerate(argv[:-1]) if a.startswith("--"))
     for gone in ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"):
         assert gone not in argv
     assert argv.count("--speculative-algorithm") == 1 and "NEXTN" not in argv
