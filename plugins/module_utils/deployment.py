@@ -177,6 +177,15 @@ def render_unit(plan, settings, env_path):
     return "\n".join(lines) + "\n"
 
 
+def new_unit_launcher(facts, settings):
+    """argv before the server's arguments in a unit of ours: the entry point the release recommends."""
+    launcher = settings.get("launcher_module") or "sglang.launch_server"
+    entry = facts.get("entry_point") or {}
+    if launcher == "sglang.launch_server" and entry.get("recommended") == "sglang serve":
+        return [entry["console_script"], "serve"]
+    return [facts.get("python"), "-m", launcher]
+
+
 def _sha256(text):
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
@@ -259,9 +268,7 @@ def deployment_plan(facts, raw_settings):
         exec_value = render_exec_start(unit["exec_start"]["prefix"], words_from_pairs(unit["exec_start"]["words"]),
                                        unit["command"], args["args_raw"])
     else:
-        python = facts.get("python")
-        exec_value = " ".join([exec_start([python, "-m", settings.get("launcher_module") or "sglang.launch_server"])]
-                              + args["args_raw"])
+        exec_value = " ".join([exec_start(new_unit_launcher(facts, settings))] + args["args_raw"])
     plan["exec_start"] = exec_value
     # Values to keep out of journal lines we quote; short ones ("1") cannot be told from other text.
     secret_values = sorted(set(str(v) for v in env_vars.values() if len(str(v)) >= MIN_SECRET_LENGTH))

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ast
 import hashlib
 import json
 import os
@@ -86,6 +87,34 @@ def read_json_file(path):
         return {"path": path, "error": "%s is not valid JSON: %s" % (path, exc)}
 
 
+def entry_point(package, python):
+    """How this release wants its server started, decided from its own code, not a version table.
+
+    `sglang serve` when sglang/launch_server.py itself says it is the recommended entry point and the
+    interpreter's environment has the `sglang` console script (in the same bin/); else `python -m`.
+    """
+    result = {"recommended": "python -m sglang.launch_server", "console_script": None, "why": None}
+    script = os.path.join(os.path.dirname(python or ""), "sglang")
+    if python and os.path.isfile(script) and os.access(script, os.X_OK):
+        result["console_script"] = script
+    launcher = os.path.join(package.get("location") or "", "launch_server.py")
+    try:
+        with open(launcher, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        result["why"] = "cannot read %s" % launcher
+        return result
+    recommends = any(isinstance(node, ast.Constant) and isinstance(node.value, str) and "sglang serve" in node.value
+                     and "recommended" in node.value for node in ast.walk(tree))
+    if not recommends:
+        result["why"] = "%s does not recommend another entry point" % launcher
+    elif not result["console_script"]:
+        result["why"] = "%s recommends 'sglang serve' but %s has no sglang script" % (launcher, os.path.dirname(python))
+    else:
+        result.update(recommended="sglang serve", why="%s recommends 'sglang serve'" % launcher)
+    return result
+
+
 def unit_states(names):
     """{unit: {exists, active_state, unit_file_state}} of the units to stop."""
     states = {}
@@ -142,6 +171,8 @@ def gather(params, check_mode):
     if facts["package"] and package.get("install") == "missing":
         problems.append("sglang is not installed for %s; set sglang_dflash_python to the interpreter that has it"
                         % python)
+
+    facts["entry_point"] = entry_point(package, python) if facts["package"] else None
 
     facts["implementation"] = None
     roots = package.get("search_roots") or []

@@ -141,6 +141,14 @@ package:
   description: What M(gpufleet.sglang.python_package_info) returns for sglang in that interpreter.
   returned: always
   type: dict
+entry_point:
+  description:
+    - How the release wants its server started, from its own code - C(recommended) (C(sglang serve) where
+      C(sglang/launch_server.py) says so and the environment has the C(sglang) script, else
+      C(python -m sglang.launch_server)), C(console_script), C(why). A new unit uses it; a switch keeps
+      the form the operator used.
+  returned: always
+  type: dict
 implementation:
   description: DFlash/DDTree hits in the code that runs (missing_terms, definitions, definitions_total, backend).
   returned: always

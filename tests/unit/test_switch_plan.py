@@ -326,3 +326,18 @@ def test_snapshot_restores_bytes_modes_and_absence(tmp_path):
     assert kept.read_bytes() == b"TOKEN=old\n" and oct(kept.stat().st_mode & 0o777) == "0o600"
     assert not created.exists() and not created.parent.exists()
     assert sorted(restored) == sorted([str(kept), str(created)]) and not (tmp_path / "state").exists()
+
+
+def test_a_new_unit_uses_the_entry_point_the_release_recommends():
+    facts = facts_for(NEXTN)
+    facts["unit"] = {"exists": False, "id": "sglang.service"}
+    facts["managed_unit_file"] = {"path": "/etc/systemd/system/sglang.service", "exists": False, "content": None}
+    facts["entry_point"] = {"recommended": "sglang serve", "console_script": "/root/ml-env/bin/sglang"}
+    settings = dict(SETTINGS, service_name="sglang", model_path="/models/M", launcher_module="sglang.launch_server")
+    plan = deployment_plan(facts, settings)
+    assert plan["errors"] == [] and plan["mode"] == "install"
+    assert plan["exec_start"].startswith("/root/ml-env/bin/sglang serve --model-path /models/M --host 0.0.0.0")
+    assert "ExecStart=/root/ml-env/bin/sglang serve " in plan["files"]["config"]["content"]
+    facts["entry_point"] = {"recommended": "python -m sglang.launch_server", "console_script": None}
+    assert deployment_plan(facts, settings)["exec_start"].startswith(
+        "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /models/M")
