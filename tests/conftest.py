@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -42,15 +43,18 @@ class PlaybookRunner:
         self.workdir = workdir
         self.count = 0
 
-    def module(self, name, args, check=False, extra_env=None):
+    def module(self, name, args, check=False, extra_env=None, interpreter=sys.executable):
+        """interpreter runs the module (a wrapper script may switch users); the test's Python saves the result."""
         self.count += 1
         out = self.workdir / ("result-%d.json" % self.count)
         play = [
             {
                 "hosts": "localhost",
                 "gather_facts": False,
+                "vars": {"ansible_python_interpreter": sys.executable},
                 "tasks": [
-                    {"name": "run module", "register": "r", "ignore_errors": True, name: args},
+                    {"name": "run module", "register": "r", "ignore_errors": True, name: args,
+                     "vars": {"ansible_python_interpreter": str(interpreter)}},
                     {
                         "name": "save result",
                         "check_mode": False,
@@ -63,8 +67,7 @@ class PlaybookRunner:
         book.write_text(json.dumps(play))
         env = dict(self.env)
         env.update(extra_env or {})
-        argv = ["ansible-playbook", "-i", "localhost,", "-c", "local",
-                "-e", "ansible_python_interpreter=%s" % sys.executable, str(book)]
+        argv = ["ansible-playbook", "-i", "localhost,", "-c", "local", str(book)]
         if check:
             argv.append("--check")
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600, check=False)
@@ -99,3 +102,31 @@ def scratch_copy(tmp_path):
         shutil.copytree(src, dst, symlinks=True)
         return dst
     return copy
+
+
+@pytest.fixture
+def unreadable_tree():
+    """A source tree, in a directory everyone can reach, with what a non-root search cannot read.
+
+    pkg/locked.py, pkg/sub/locked2.py (also reachable as pkg/zlink/locked2.py) and the directory
+    pkg/secret are mode 000; pkg/big.py is 7,000 bytes; pkg/sub/loop is a symlink loop; pkg/dangling.py
+    points nowhere. Root reads everything: search it as another user (setpriv) to see the difference.
+    """
+    base = Path(tempfile.mkdtemp(prefix="gpufleet-unreadable-"))
+    base.chmod(0o755)
+    pkg = base / "src" / "pkg"
+    (pkg / "secret").mkdir(parents=True)
+    (pkg / "sub").mkdir()
+    (pkg / "a.py").write_text("DFLASH = 1\n")
+    (pkg / "locked.py").write_text("DFLASH = 2\n")
+    (pkg / "sub" / "locked2.py").write_text("DFLASH = 3\n")
+    (pkg / "secret" / "s.py").write_text("DFLASH = 4\n")
+    (pkg / "big.py").write_text("DFLASH\n" * 1000)
+    os.symlink("..", pkg / "sub" / "loop")
+    os.symlink("sub", pkg / "zlink")
+    os.symlink("gone", pkg / "dangling.py")
+    for path in (pkg / "locked.py", pkg / "sub" / "locked2.py", pkg / "secret"):
+        path.chmod(0)
+    yield base / "src"
+    (pkg / "secret").chmod(0o755)
+    shutil.rmtree(base)

@@ -42,7 +42,7 @@ def collections_root():
     return _collections
 
 
-def _venv(name, recipe, build):
+def _venv(name, recipe, build, venv_args=()):
     """Create CACHE/venvs/NAME with build(path) unless the same recipe made it already."""
     path = CACHE / "venvs" / name
     stamp = path / ".recipe"
@@ -50,7 +50,7 @@ def _venv(name, recipe, build):
     if stamp.exists() and stamp.read_text() == digest:
         return path
     shutil.rmtree(path, ignore_errors=True)
-    run([sys.executable, "-m", "venv", path])
+    run([sys.executable, "-m", "venv", *venv_args, path])
     build(path)
     stamp.write_text(digest)
     return path
@@ -105,6 +105,35 @@ def legacy_editable_venv():
 
 def empty_venv():
     return _venv("empty", ["empty"], lambda p: None)
+
+
+def user_site_venv():
+    """A venv that sees the user site (system site packages on), so `pip install --user` works in it."""
+    return _venv("user-site", ["user-site", "--system-site-packages"], lambda p: None,
+                 venv_args=("--system-site-packages",))
+
+
+def localpkg_wheel():
+    """A wheel of tests/fixtures/localpkg, built once per content, for pip installs into directories."""
+    out = CACHE / "wheels" / _localpkg_digest()[:16]
+    wheels = sorted(out.glob("sglang-*.whl"))
+    if not wheels:
+        shutil.rmtree(out, ignore_errors=True)
+        run([empty_venv() / "bin" / "python", "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
+             "-w", out, _local_checkout("wheel")], capture_output=True)
+        wheels = sorted(out.glob("sglang-*.whl"))
+    return wheels[0]
+
+
+def pip_install_localpkg(venv, *how, env=None):
+    """`pip install WHEEL` of localpkg with venv's pip and the placement options how (--target DIR, --user...)."""
+    run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+         "--no-index", *how, localpkg_wheel()], capture_output=True, env=env)
+
+
+def purelib(prefix):
+    """PREFIX/lib/pythonX.Y/site-packages, where pip --prefix and --user put packages."""
+    return next((Path(prefix) / "lib").glob("python3*/site-packages"))
 
 
 def real_venvs():

@@ -17,6 +17,16 @@ def sglang_deployment_plan(facts, settings):
     return deployment.deployment_plan(dict(facts or {}), dict(settings or {}))
 
 
+def sglang_refusal_message(plan, facts, host, algorithm):
+    """Why a host cannot take the deployment, naming the host, the unit and every reason."""
+    return deployment.refusal_message(dict(plan or {}), dict(facts or {}), host, algorithm)
+
+
+def sglang_rollback_message(plan, facts, host, algorithm, outcome):
+    """What failed in the switch and what the rollback put back (see deployment.rollback_message)."""
+    return deployment.rollback_message(dict(plan or {}), dict(facts or {}), host, algorithm, dict(outcome or {}))
+
+
 def sglang_server_info_diff(info, expected):
     """[[key, wanted, reported]] where the running server differs from what was asked."""
     return sglang_deploy.confirm_server_info(info or {}, expected or {})
@@ -25,6 +35,28 @@ def sglang_server_info_diff(info, expected):
 def sglang_redact(lines, secrets):
     """Lines with every secret value replaced by ********."""
     return server_probe.redact(list(lines or []), list(secrets or []))
+
+
+def sglang_rollout_summary(hostvars, hosts):
+    """Lines per host after a rollout: unit, mode, release, health, and the argument changes."""
+    lines = []
+    for host in sorted(hosts):
+        r = hostvars[host].get("sglang_dflash_result")
+        if not r:
+            lines.append("%s: not deployed (refused, failed and rolled back, or not reached; see its error above)"
+                         % host)
+            continue
+        healthy = "healthy=%s" % r["healthy"]
+        if r.get("time_to_healthy_s") is not None:
+            healthy += ", healthy %ss after the server started" % r["time_to_healthy_s"]
+        changes = r.get("changes") or {}
+        lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
+            host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",
+            " (check mode)" if r.get("check_mode") else "", healthy)]
+        lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
+                  for kind in ("removed", "added", "overridden")]
+        lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
+    return lines
 
 
 def sglang_fleet_rows(hostvars, hosts):
@@ -54,7 +86,10 @@ class FilterModule(object):
     def filters(self):
         return {
             "sglang_deployment_plan": sglang_deployment_plan,
+            "sglang_refusal_message": sglang_refusal_message,
+            "sglang_rollback_message": sglang_rollback_message,
             "sglang_server_info_diff": sglang_server_info_diff,
             "sglang_redact": sglang_redact,
             "sglang_fleet_rows": sglang_fleet_rows,
+            "sglang_rollout_summary": sglang_rollout_summary,
         }

@@ -123,8 +123,8 @@ def gpu_holders(gpus, allowed_units):
         if proc.get("unit") in allowed_units:
             continue
         owner = proc.get("unit") or {"process gone": "exited meanwhile"}.get(proc.get("unit_source"), "no unit")
-        out.append("GPU %s pid %s (%s, %s, %s MiB)" % (proc.get("gpu_index"), proc.get("pid"),
-                                                        proc.get("process_name"), owner, proc.get("used_memory_mib")))
+        out.append("GPU %s pid %s (%s, %s, %s MiB)" % (
+            proc.get("gpu_index"), proc.get("pid"), proc.get("process_name"), owner, proc.get("used_memory_mib")))
     return out
 
 
@@ -294,3 +294,53 @@ def deployment_plan(facts, raw_settings):
     plan["files"] = {"config": config, "env": env_file}
     plan["needs_change"] = config["changed"] or env_file["changed"]
     return plan
+
+
+def refusal_message(plan, facts, host, algorithm):
+    """Why this host cannot take the deployment: host, unit, release, every reason, what it knows."""
+    facts = facts or {}
+    package = facts.get("package") or {}
+    text = "host %s, unit %s: cannot deploy %s" % (host, plan.get("unit"), algorithm)
+    if package:
+        text += " with sglang %s (%s install at %s, python %s)" % (
+            package.get("version"), package.get("install"), package.get("location"), facts.get("python"))
+    text += ": %s." % "; ".join(plan.get("errors") or [])
+    if facts.get("capabilities"):
+        speculative = [f["name"] for f in (facts.get("flags") or {}).get("list") or []
+                       if not f.get("hidden") and f["name"].startswith("--speculative-")]
+        text += " Algorithms this release knows: %s. Speculative flags it has: %s." % (
+            ", ".join(facts.get("algorithms") or []) or "none", " ".join(speculative) or "none")
+    return text + " Nothing was changed on this host."
+
+
+def rollback_message(plan, facts, host, algorithm, outcome):
+    """What failed in the switch and what the rollback put back.
+
+    outcome: failure (the failed task's result), restarted (the new server was started),
+    old_ready (the previous service's readiness after the rollback, or None), rollback_s, journal.
+    """
+    failure = outcome.get("failure") or {}
+    old_ready = outcome.get("old_ready") or {}
+    why = failure.get("msg") or "unknown failure"
+    if failure.get("crashed"):
+        why += ", detected %ss after the restart" % failure.get("elapsed_s")
+    if not outcome.get("restarted"):
+        how = "%s was not restarted and runs as before" % plan.get("unit")
+        if not plan.get("needs_change"):
+            how += "; its files were not changed by this run"
+    elif plan.get("old_active") and old_ready.get("ready"):
+        how = "the previous service is back and healthy, %.1fs after the rollback started" % float(
+            outcome.get("rollback_s") or 0)
+    elif plan.get("old_active"):
+        how = "the previous files are back but the service is NOT healthy (%s): check it now" % (
+            old_ready.get("reason") or "not checked")
+    elif plan.get("mode") == "install":
+        how = "the previous files are back (there was no unit before; ours was removed)"
+    else:
+        how = "the previous files are back (the service was not running before and is stopped again)"
+    text = "host %s, unit %s: the switch to %s failed (%s); %s." % (host, plan.get("unit"), algorithm, why, how)
+    started_again = sorted(name for name, state in (facts.get("related_units") or {}).items()
+                           if state.get("active_state") == "active")
+    if started_again:
+        text += " Units started again: %s." % ", ".join(started_again)
+    return text + " Last journal lines of %s: %s" % (plan.get("unit"), " | ".join(outcome.get("journal") or []))

@@ -1,9 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parse nvidia-smi's CSV queries and tie GPU processes to their systemd units."""
+"""Query nvidia-smi's CSV, parse it and tie GPU processes to their systemd units."""
 
 from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import shutil
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
 
 GPU_FIELDS = ("index", "name", "uuid", "memory.total", "memory.used", "utilization.gpu", "driver_version")
 APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
@@ -98,16 +106,84 @@ def unit_from_cgroup(text):
     return service or scope
 
 
-def attach(gpus, apps, cgroup_reader):
-    """Give each process its GPU index and unit; give each GPU its processes."""
+def read_cgroup(pid):
+    """Text of /proc/PID/cgroup; raises OSError (ENOENT when the process is gone), nothing else."""
+    with open("/proc/%d/cgroup" % pid, "rb") as handle:
+        return handle.read().decode("utf-8", "replace")
+
+
+def unit_of(pid, cgroup_reader=read_cgroup):
+    """(unit, unit_source): where the unit came from, or why there is none.
+
+    unit_source is "cgroup" (unit found), "no unit" (cgroup read, the process is in no unit),
+    "process gone" (no /proc entry: it exited after nvidia-smi listed it; a PID of another PID
+    namespace looks the same, /proc cannot tell them apart) or "unreadable" (any other error, such
+    as permission).
+    """
+    try:
+        text = cgroup_reader(pid)
+    except OSError as exc:
+        return None, "process gone" if exc.errno in (errno.ENOENT, errno.ESRCH) else "unreadable"
+    unit = unit_from_cgroup(text)
+    return unit, "cgroup" if unit else "no unit"
+
+
+def attach(gpus, apps, cgroup_reader=read_cgroup):
+    """Give each process its GPU index, unit and unit_source; give each GPU its processes."""
     by_uuid = {g["uuid"]: g for g in gpus}
     for gpu in gpus:
         gpu["processes"] = []
     for app in apps:
         gpu = by_uuid.get(app["gpu_uuid"])
         app["gpu_index"] = gpu["index"] if gpu else None
-        text = cgroup_reader(app["pid"])
-        app["unit"] = unit_from_cgroup(text) if text else None
+        app["unit"], app["unit_source"] = unit_of(app["pid"], cgroup_reader)
         if gpu:
             gpu["processes"].append(app["pid"])
     return gpus, apps
+
+
+def _empty(state, **extra):
+    result = {"nvidia_smi": state, "gpus": [], "processes": [], "gpu_count": 0, "units": [], "driver_version": None}
+    result.update(extra)
+    return result
+
+
+def query_gpus(nvidia_smi=None, timeout=30):
+    """gpu_info's result: GPUs, their compute processes and units, from nvidia-smi (PATH by default).
+
+    nvidia_smi is "present", or "missing" / "error" with the reason in error; nothing raises for
+    the host's state. Raises ValueError for a timeout that is not more than 0.
+    """
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ValueError("timeout must be more than 0 (seconds), not %r" % (timeout,))
+    smi = nvidia_smi or shutil.which("nvidia-smi")
+    if not smi or not os.access(smi, os.X_OK):
+        return _empty("missing", error="nvidia-smi not found%s; install the NVIDIA driver utilities or set nvidia_smi"
+                      % (" at %s" % smi if smi else " on PATH"))
+    env = c_locale_env()
+    outputs = []
+    for query in (QUERY_GPUS, QUERY_APPS):
+        run = run_argv([smi] + query, timeout=timeout, env=env)
+        if not run.ok:
+            said = (run.stdout.strip() or run.stderr.strip() or run.error or "").splitlines()
+            reason = "timed out after %ss" % timeout if run.timed_out else (
+                "rc=%s: %s" % (run.rc, said[0] if said else "no output"))
+            return _empty("error", error="%s %s failed (%s)" % (smi, query[0].split("=", 1)[0], reason),
+                          nvidia_smi_path=smi)
+        outputs.append(run.stdout)
+    try:
+        gpus = parse_gpus(outputs[0])
+        apps = parse_apps(outputs[1])
+    except NvidiaSmiParseError as exc:
+        return _empty("error", error="%s printed something else than the CSV asked for: %s" % (smi, exc),
+                      nvidia_smi_path=smi)
+    gpus, apps = attach(gpus, apps)
+    return {
+        "nvidia_smi": "present",
+        "nvidia_smi_path": smi,
+        "driver_version": gpus[0]["driver_version"] if gpus else None,
+        "gpus": gpus,
+        "processes": apps,
+        "gpu_count": len(gpus),
+        "units": sorted(set(a["unit"] for a in apps if a["unit"])),
+    }

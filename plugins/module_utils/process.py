@@ -1,25 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run a command as an argv list with a hard timeout.
+"""Run a command as an argv list with a hard timeout and an optional cap on its output.
 
 AnsibleModule.run_command has no timeout, and a hung interpreter (an import
 that blocks on a GPU driver, a stuck NFS mount) must not hang the play, so
 the child gets its own process group and the whole group is killed on expiry.
+Likewise a command that prints without end must not exhaust the target's memory.
 """
 
 from __future__ import absolute_import, division, print_function
 
 import os
+import select
+import selectors
 import signal
 import subprocess
 import time
 
 
 class CommandResult(object):
-    """What one command did: exit code, output, whether it timed out."""
+    """What one command did: exit code, output, whether it timed out or printed too much."""
 
-    def __init__(self, argv, rc, stdout, stderr, timed_out, elapsed_s, error=None):
+    def __init__(self, argv, rc, stdout, stderr, timed_out, elapsed_s, error=None, output_cut=False):
         self.argv = argv
         self.rc = rc
         self.stdout = stdout
@@ -28,10 +31,12 @@ class CommandResult(object):
         self.elapsed_s = elapsed_s
         # OSError text when the command could not be started at all.
         self.error = error
+        # Reading stopped at max_output_bytes and the command was killed.
+        self.output_cut = output_cut
 
     @property
     def ok(self):
-        return self.error is None and not self.timed_out and self.rc == 0
+        return self.error is None and not self.timed_out and not self.output_cut and self.rc == 0
 
     def stderr_tail(self, lines=15):
         return "\n".join(self.stderr.strip().splitlines()[-lines:])
@@ -49,8 +54,12 @@ def c_locale_env(extra=None, columns=None):
     return env
 
 
-def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None):
-    """Run argv without a shell; kill its process group after timeout seconds."""
+def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None, max_output_bytes=0):
+    """Run argv without a shell; kill its process group after timeout seconds.
+
+    With max_output_bytes (stdout and stderr together; 0 means no limit), reading stops and the
+    group is killed once the command printed more: a runaway program cannot fill the memory.
+    """
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -64,22 +73,71 @@ def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None):
         )
     except OSError as exc:
         return CommandResult(argv, None, "", "", False, time.monotonic() - start, error=str(exc))
-    timed_out = False
+    stdin_bytes = stdin_text.encode("utf-8") if stdin_text is not None else None
     try:
-        out, err = proc.communicate(input=stdin_text.encode("utf-8") if stdin_text is not None else None,
-                                    timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc)
-        out, err = proc.communicate()
+        out, err, stopped = _read_all(proc, stdin_bytes, start + timeout, max_output_bytes)
+        if stopped is None:
+            try:
+                proc.wait(timeout=max(start + timeout - time.monotonic(), 0))
+            except subprocess.TimeoutExpired:
+                stopped = "timeout"
+        if stopped:
+            _kill_group(proc)
+            proc.wait()
+    finally:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
     return CommandResult(
         argv,
         proc.returncode,
         out.decode("utf-8", "replace"),
         err.decode("utf-8", "replace"),
-        timed_out,
+        stopped == "timeout",
         time.monotonic() - start,
+        output_cut=stopped == "output",
     )
+
+
+def _read_all(proc, stdin_bytes, deadline, max_output_bytes):
+    """(stdout, stderr, why reading stopped early: None, "timeout" or "output")."""
+    chunks = {proc.stdout: [], proc.stderr: []}
+    selector = selectors.DefaultSelector()
+    for pipe in chunks:
+        selector.register(pipe, selectors.EVENT_READ)
+    if stdin_bytes:
+        selector.register(proc.stdin, selectors.EVENT_WRITE)
+    elif proc.stdin is not None:
+        proc.stdin.close()
+    written = total = 0
+    stopped = None
+    with selector:
+        while selector.get_map() and stopped is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                stopped = "timeout"
+                break
+            for key, _events in selector.select(remaining):
+                if key.fileobj is proc.stdin:
+                    try:
+                        # select() promised room for PIPE_BUF bytes: this write does not block.
+                        written += os.write(key.fd, stdin_bytes[written:written + select.PIPE_BUF])
+                    except BrokenPipeError:
+                        written = len(stdin_bytes)
+                    if written >= len(stdin_bytes):
+                        selector.unregister(proc.stdin)
+                        proc.stdin.close()
+                    continue
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                chunks[key.fileobj].append(data)
+                total += len(data)
+                if max_output_bytes and total > max_output_bytes:
+                    stopped = "output"
+                    break
+    return b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr]), stopped
 
 
 def _kill_group(proc):

@@ -3,112 +3,50 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where a Python package really comes from, without importing it.
 
-The probe runs inside the *target* interpreter (any Python >= 3.8, stdlib
-only) and reports raw facts as JSON; ``classify`` turns them into the
-module's answer. Keeping the judgement on this side keeps it unit-testable.
+``package_probe`` runs inside the *target* interpreter (any Python >= 3.8, stdlib only) and
+reports raw facts as JSON; ``classify`` turns them into the module's answer. Keeping the judgement
+on this side keeps it unit-testable. ``resolve_package`` does both.
 """
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
+import inspect
 import json
 import os
+import re
 
-PROBE_MARKER = "GPUFLEET_PROBE_JSON:"
+from ansible_collections.gpufleet.sglang.plugins.module_utils import package_probe
+from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
 
-# Run as ``python -c PROBE_SOURCE NAME`` with the interpreter's normal start-up (not -I):
-# the service also sees PYTHONPATH, .pth files and site customisations.
-PROBE_SOURCE = r'''
-import json, os, re, sys
-name = sys.argv[1]
-out = {"python": sys.version.split()[0], "executable": sys.executable,
-       "prefix": sys.prefix, "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-       "real_prefix": getattr(sys, "real_prefix", None), "sys_path": list(sys.path)}
-try:
-    import site
-    dirs = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
-    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
-    if user:
-        dirs.append(user)
-except Exception:
-    dirs = []
-dirs += [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
-out["site_dirs"] = sorted(set(dirs) | set(os.path.realpath(d) for d in dirs))
-spec = None
-try:
-    import importlib.util
-    spec = importlib.util.find_spec(name)
-except Exception as exc:
-    out["spec_error"] = "%s: %s" % (type(exc).__name__, exc)
-if spec is not None:
-    out["spec"] = {"origin": spec.origin,
-                   "locations": list(spec.submodule_search_locations or []),
-                   "real_locations": [os.path.realpath(p) for p in (spec.submodule_search_locations or [])
-                                      if os.path.isdir(p)],
-                   "loader": type(spec.loader).__name__ if spec.loader is not None else None}
-dist = None
-try:
-    import importlib.metadata as md
-except ImportError:
-    md = None
-if md is not None:
-    def first_dist(candidates):
-        for cand in candidates:
-            try:
-                return md.distribution(cand)
-            except Exception:
-                continue
-        return None
-    # Same-named distribution first: packages_distributions() reads every RECORD (slow with torch).
-    dist = first_dist([name, name.replace("_", "-")])
-    if dist is None:
-        try:
-            dist = first_dist(md.packages_distributions().get(name, []))
-        except Exception:
-            dist = None
-if dist is not None:
-    info = {"name": dist.metadata["Name"], "version": dist.version,
-            "path": str(getattr(dist, "_path", "")) or None}
-    for extra in ("direct_url.json", "RECORD"):
-        try:
-            text = dist.read_text(extra)
-        except Exception:
-            text = None
-        info[extra] = text if extra != "RECORD" else (text is not None)
-    out["dist"] = info
-markers = {"egg_links": {}, "editable_pth": [], "editable_finders": []}
-norm = re.sub(r"[-_.]+", "_", name).lower()
-for d in out["site_dirs"]:
-    try:
-        entries = os.listdir(d)
-    except OSError:
-        continue
-    for entry in entries:
-        low = re.sub(r"[-_.]+", "_", entry).lower()
-        full = os.path.join(d, entry)
-        if entry.endswith(".egg-link") and low[:-len("_egg_link")] == norm:
-            try:
-                with open(full) as fh:
-                    markers["egg_links"][full] = fh.readline().strip()
-            except OSError:
-                markers["egg_links"][full] = None
-        elif entry.startswith("__editable__") and norm in low:
-            (markers["editable_finders"] if entry.endswith(".py") else markers["editable_pth"]).append(full)
-out["markers"] = markers
-locs = out.get("spec", {}).get("locations") or []
-if locs:
-    vfile = os.path.join(locs[0], "version.py")
-    try:
-        with open(vfile) as fh:
-            m = re.search(r"""__version__\s*=\s*['"]([^'"]+)['"]""", fh.read())
-        out["source_version"] = m.group(1) if m else None
-    except OSError:
-        out["source_version"] = None
-sys.stdout.write("''' + PROBE_MARKER + r'''" + json.dumps(out) + "\n")
-'''
+PROBE_MARKER = package_probe.MARKER
+
+
+class PackageInfoError(Exception):
+    """resolve_package cannot answer: the message says why and what to do (without the host name)."""
+
+    def __init__(self, message, stderr=None):
+        super(PackageInfoError, self).__init__(message)
+        # The interpreter's last stderr lines, when they explain the failure.
+        self.stderr = stderr
 
 
 class ProbeError(Exception):
     """The interpreter did not answer the probe the way a Python would."""
+
+
+class BrokenInstall(Exception):
+    """A package that is half there: the message says what is wrong and what to do."""
+
+
+def probe_source():
+    """The probe's text, to run with ``python -c``.
+
+    inspect reads it through the module's loader, so this works from the AnsiballZ zip (zipimport)
+    as well as from files; a path on disk would not exist inside the zip.
+    """
+    return inspect.getsource(package_probe)
 
 
 def parse_probe_output(stdout):
@@ -120,6 +58,56 @@ def parse_probe_output(stdout):
             except ValueError as exc:
                 raise ProbeError("probe output is not valid JSON: %s" % exc) from None
     raise ProbeError("no probe answer in the output")
+
+
+def _check_arguments(python, name, timeout):
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise PackageInfoError("timeout must be more than 0 (seconds), not %r" % (timeout,))
+    if not os.path.exists(python):
+        raise PackageInfoError("interpreter %s does not exist; set 'python' to the interpreter the service runs "
+                               "(see ExecStart in its unit)" % python)
+    if os.path.isdir(python) or not os.access(python, os.X_OK):
+        raise PackageInfoError("interpreter %s is not an executable file; point 'python' at bin/python3 of the "
+                               "environment" % python)
+    if not name or "." in name or not name.replace("_", "a").isalnum():
+        raise PackageInfoError("name %r is not a top-level import name such as 'sglang'" % (name,))
+
+
+def resolve_package(python, name="sglang", environment=None, timeout=30):
+    """Where interpreter python imports the top-level package name from, and how it was installed.
+
+    environment: extra variables for the interpreter (such as the service's PYTHONPATH).
+    Returns classify's result plus elapsed_s; raises PackageInfoError.
+    """
+    _check_arguments(python, name, timeout)
+    env = dict(os.environ)
+    env.update((str(k), str(v)) for k, v in (environment or {}).items())
+    run = run_argv([python, "-c", probe_source(), name], timeout=timeout, env=env)
+    if run.error:
+        raise PackageInfoError("cannot run %s: %s" % (python, run.error))
+    if run.timed_out:
+        raise PackageInfoError("%s did not answer within %ss (killed); check for a hung import or raise 'timeout'"
+                               % (python, timeout))
+    try:
+        raw = parse_probe_output(run.stdout)
+    except ProbeError as exc:
+        raise PackageInfoError("%s did not run the probe as a Python >= 3.8 would (%s, rc=%s); is it a Python "
+                               "interpreter?" % (python, exc, run.rc), stderr=run.stderr_tail()) from None
+    if "probe" in (raw.get("errors") or {}):
+        raise PackageInfoError("the probe failed in %s: %s" % (python, raw["errors"]["probe"]))
+    if _version_tuple(raw.get("python")) < (3, 8):
+        raise PackageInfoError("%s is Python %s; the interpreter must be Python 3.8 or newer"
+                               % (python, raw.get("python")))
+    try:
+        result = classify(raw, name)
+    except BrokenInstall as exc:
+        raise PackageInfoError("interpreter %s: broken install of %s: %s" % (python, name, exc)) from None
+    result["elapsed_s"] = round(run.elapsed_s, 3)
+    return result
+
+
+def _version_tuple(text):
+    return tuple(int(part) for part in re.findall(r"\d+", text or "")[:2])
 
 
 def _under(path, roots):
@@ -135,8 +123,120 @@ def _file_url_path(url):
     return None
 
 
-class BrokenInstall(Exception):
-    """A package that is half there: the message says what is wrong and what to do."""
+def _dist_dir_name(path):
+    """('sglang', '0.5.23') from .../sglang-0.5.23.dist-info; the version is None for sglang.egg-info."""
+    base = os.path.basename(path or "")
+    base = re.sub(r"\.(dist|egg)-info$", "", base)
+    name, _sep, rest = base.partition("-")
+    return name or None, rest.split("-")[0] or None
+
+
+def _metadata_message(dist, name):
+    dir_name, dir_version = _dist_dir_name(dist.get("path"))
+    requirement = dir_name or dist.get("name") or name
+    version = dist.get("version") or dir_version
+    pin = "%s==%s" % (requirement, version) if version else requirement
+    return "%s %s; reinstall it with 'pip install --force-reinstall %s'" % (
+        dist.get("metadata_file"), dist["metadata_problem"], pin)
+
+
+def _base_result(raw, name):
+    dist = raw.get("dist") or {}
+    return {
+        "name": name,
+        "python": raw.get("executable"),
+        "python_version": raw.get("python"),
+        "sys_prefix": raw.get("prefix"),
+        "in_venv": raw.get("prefix") != raw.get("base_prefix") or bool(raw.get("real_prefix")),
+        "file": None,
+        "location": None,
+        "version": None,
+        "install": "missing",
+        "installed_by": None,
+        "editable_source": None,
+        "editable_method": None,
+        "dist_info": dist.get("path"),
+        "distribution": dist.get("name"),
+        "search_roots": [],
+        "method": "importlib.util.find_spec+importlib.metadata",
+        "version_source": None,
+        "probe_errors": dict(raw.get("errors") or {}),
+    }
+
+
+def _not_found(raw, dist, name, result):
+    """The result when find_spec found nothing: missing, or broken when pip still records it."""
+    if dist:
+        raise BrokenInstall(
+            "distribution %s %s is recorded at %s but the package %r cannot be found on sys.path "
+            "(its files are gone); reinstall it with 'pip install --force-reinstall %s==%s'"
+            % (dist.get("name"), dist.get("version"), dist.get("path"), name, dist.get("name"), dist.get("version"))
+        )
+    if result["probe_errors"].get("find_spec"):
+        result["error"] = result["probe_errors"]["find_spec"]
+    return result
+
+
+def _locate(spec, result):
+    """file and location as the import system sees them."""
+    origin = spec.get("origin")
+    if origin in (None, "namespace", "built-in", "frozen"):
+        origin = None
+    result["file"] = origin
+    locations = spec.get("locations") or []
+    if locations:
+        result["location"] = locations[0]
+    elif origin:
+        result["location"] = os.path.dirname(origin)
+
+
+def _direct_url(dist):
+    try:
+        return json.loads((dist or {}).get("direct_url.json") or "{}")
+    except ValueError:
+        return {}
+
+
+def _install_kind(raw, spec, dist, result):
+    """Set install, editable_method, editable_source and installed_by.
+
+    A package outside the site directories is either pip's copy in a directory of its own
+    (--target, --prefix, another interpreter's --user: a dist-info beside it whose RECORD lists its
+    files), which is `path`, or a checkout, which is `editable` whatever pip thinks.
+    """
+    markers = raw.get("markers") or {}
+    real_location = (spec.get("real_locations") or [result["location"]])[0]
+    outside_site = bool(real_location) and not _under(real_location, raw.get("site_dirs") or [])
+    owned = bool(dist and dist.get("record_lists_origin"))
+    direct_url = _direct_url(dist)
+    egg_links = markers.get("egg_links") or {}
+    editable_source = None
+    if (direct_url.get("dir_info") or {}).get("editable"):
+        result.update(install="editable", editable_method="direct_url.json")
+        editable_source = _file_url_path(direct_url.get("url"))
+    elif egg_links:
+        result.update(install="editable", editable_method="egg-link")
+        editable_source = sorted(v for v in egg_links.values() if v)[0] if any(egg_links.values()) else None
+    elif (markers.get("editable_finders") or markers.get("editable_pth")) and outside_site:
+        result.update(install="editable", editable_method="__editable__ finder")
+    elif bool(spec.get("locations")) and result["file"] is None:
+        result["install"] = "namespace"
+    elif outside_site and not owned:
+        result.update(install="editable", editable_method="path entry")
+    else:
+        result["install"] = "path" if outside_site else "regular"
+        result["installed_by"] = dist.get("installer") if owned else None
+    if result["install"] == "editable":
+        result["editable_source"] = editable_source or (os.path.dirname(real_location) if result["location"] else None)
+
+
+def _version(raw, dist, result):
+    if dist:
+        result["version"] = dist.get("version")
+        result["version_source"] = "metadata"
+    elif raw.get("source_version"):
+        result["version"] = raw["source_version"]
+        result["version_source"] = "version.py"
 
 
 def classify(raw, name):
@@ -146,102 +246,21 @@ def classify(raw, name):
     """
     spec = raw.get("spec")
     dist = raw.get("dist")
-    site_dirs = raw.get("site_dirs") or []
-    markers = raw.get("markers") or {}
-    in_venv = raw.get("prefix") != raw.get("base_prefix") or bool(raw.get("real_prefix"))
-    result = {
-        "name": name,
-        "python": raw.get("executable"),
-        "python_version": raw.get("python"),
-        "sys_prefix": raw.get("prefix"),
-        "in_venv": in_venv,
-        "file": None,
-        "location": None,
-        "version": None,
-        "install": "missing",
-        "editable_source": None,
-        "editable_method": None,
-        "dist_info": None,
-        "distribution": None,
-        "search_roots": [],
-        "method": "importlib.util.find_spec+importlib.metadata",
-        "version_source": None,
-    }
-    if dist:
-        result["dist_info"] = dist.get("path")
-        result["distribution"] = dist.get("name")
+    if dist and dist.get("metadata_problem"):
+        raise BrokenInstall(_metadata_message(dist, name))
+    result = _base_result(raw, name)
     if spec is None:
-        if dist:
-            raise BrokenInstall(
-                "distribution %s %s is recorded at %s but the package %r cannot be found on sys.path "
-                "(its files are gone); reinstall it with 'pip install --force-reinstall %s==%s'"
-                % (dist.get("name"), dist.get("version"), dist.get("path"), name, dist.get("name"), dist.get("version"))
-            )
-        if raw.get("spec_error"):
-            result["error"] = raw["spec_error"]
-        return result
-
-    locations = spec.get("locations") or []
-    origin = spec.get("origin")
-    if origin in (None, "namespace", "built-in", "frozen"):
-        origin = None
-    result["file"] = origin
-    if locations:
-        result["location"] = locations[0]
-    elif origin:
-        result["location"] = os.path.dirname(origin)
-
-    namespace = bool(locations) and origin is None
-    direct_url = {}
-    if dist and dist.get("direct_url.json"):
-        try:
-            direct_url = json.loads(dist["direct_url.json"])
-        except ValueError:
-            direct_url = {}
-    editable_by_url = bool((direct_url.get("dir_info") or {}).get("editable"))
-    egg_links = markers.get("egg_links") or {}
-    editable_markers = markers.get("editable_finders") or markers.get("editable_pth")
-    real_location = (spec.get("real_locations") or [result["location"]])[0]
-    outside_site = bool(real_location) and not _under(real_location, site_dirs)
-
-    if editable_by_url:
-        result["install"] = "editable"
-        result["editable_method"] = "direct_url.json"
-        result["editable_source"] = _file_url_path(direct_url.get("url"))
-    elif egg_links:
-        result["install"] = "editable"
-        result["editable_method"] = "egg-link"
-        result["editable_source"] = sorted(v for v in egg_links.values() if v)[0] if any(egg_links.values()) else None
-    elif editable_markers and outside_site:
-        result["install"] = "editable"
-        result["editable_method"] = "__editable__ finder"
-    elif namespace:
-        result["install"] = "namespace"
-    elif outside_site:
-        # Imported from a checkout through PYTHONPATH or a .pth path entry:
-        # the code that runs is that checkout, whatever pip thinks.
-        result["install"] = "editable"
-        result["editable_method"] = "path entry"
-    else:
-        result["install"] = "regular"
-
-    if result["install"] == "editable" and not result["editable_source"] and result["location"]:
-        result["editable_source"] = os.path.dirname(real_location)
-
-    if dist:
-        result["version"] = dist.get("version")
-        result["version_source"] = "metadata"
-    elif raw.get("source_version"):
-        result["version"] = raw["source_version"]
-        result["version_source"] = "version.py"
-
+        return _not_found(raw, dist, name, result)
+    _locate(spec, result)
+    _install_kind(raw, spec, dist, result)
+    _version(raw, dist, result)
     if not dist and result["install"] == "regular":
+        lookup = result["probe_errors"].get("distribution")
         raise BrokenInstall(
             "package directory %s has no dist-info (pip does not know it, so its version and files "
-            "cannot be trusted); reinstall it with 'pip install --force-reinstall %s'"
-            % (result["location"], name)
+            "cannot be trusted)%s; reinstall it with 'pip install --force-reinstall %s'"
+            % (result["location"], " and looking for one failed: %s" % lookup if lookup else "", name)
         )
-
     roots = []
     for real in spec.get("real_locations") or []:
         if real not in roots:

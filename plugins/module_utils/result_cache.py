@@ -1,7 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""On-target cache of module results: one JSON file per key in a directory."""
+"""On-target cache of module results: one JSON file per key in a directory.
+
+A cache file is read back only when its caller's validator accepts it: files can be hand-edited,
+half-restored from a backup or written by another version, and a bad entry must be a miss (then
+rebuilt), never a crash or a wrong answer served as cached.
+"""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,19 +15,37 @@ import os
 import tempfile
 
 # Bump when the shape of cached results changes, so old entries are never read.
-CACHE_FORMAT = 2
+# 3: source_search results gained loops_skipped.
+CACHE_FORMAT = 3
 
 
-def cache_read(cache_dir, key):
+def cache_read(cache_dir, key, validate):
+    """(entry, path): entry is None (a miss) unless the file is a JSON object that validate(entry) accepts."""
     path = os.path.join(cache_dir, key + ".json")
     try:
-        with open(path) as handle:
-            data = json.load(handle)
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         return None, path
-    if data.get("format") != CACHE_FORMAT:
+    if not isinstance(data, dict) or not validate(data):
         return None, path
     return data, path
+
+
+def matches_shape(entry, types):
+    """True when entry has every field of types (name -> type or tuple of types) with that type.
+
+    bool is not accepted for int (JSON true is not a count), and the entry's format must be CACHE_FORMAT.
+    """
+    return entry.get("format") == CACHE_FORMAT and all(
+        name in entry and is_type(entry[name], kind) for name, kind in types.items())
+
+
+def is_type(value, kind):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool):
+        return bool in kinds
+    return isinstance(value, kinds)
 
 
 def cache_write(cache_dir, key, data):

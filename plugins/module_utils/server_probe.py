@@ -15,12 +15,8 @@ __metaclass__ = type
 import json
 import time
 
-try:
-    from urllib.error import HTTPError, URLError
-    from urllib.request import Request, urlopen
-except ImportError:  # pragma: no cover - Python 2 is not supported on targets, sanity imports it
-    HTTPError = URLError = Exception
-    Request = urlopen = None
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.urls import open_url
 
 STATE_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "MainPID", "Result", "InvocationID",
                     "ExecMainStartTimestampMonotonic")
@@ -30,11 +26,12 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 def http_get(url, timeout):
     """(status, body text); status 0 with the reason when nothing answered."""
     try:
-        response = urlopen(Request(url, headers={"Accept": "application/json"}), timeout=timeout)
+        # The server runs on the host itself: no proxy may stand in between.
+        response = open_url(url, headers={"Accept": "application/json"}, timeout=timeout, use_proxy=False)
         return response.getcode(), response.read(MAX_BODY_BYTES).decode("utf-8", "replace")
     except HTTPError as exc:
         return exc.code, exc.read(MAX_BODY_BYTES).decode("utf-8", "replace") if exc.fp else ""
-    except (URLError, OSError, ValueError) as exc:
+    except (URLError, OSError, ValueError) as exc:  # HTTPError is a URLError: it is caught first
         return 0, str(getattr(exc, "reason", exc))
 
 

@@ -22,16 +22,26 @@ from __future__ import absolute_import, division, print_function
 import ast
 import fnmatch
 import hashlib
+import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import threading
 import time
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
+    cache_read,
+    cache_write,
+    is_type,
+    matches_shape,
+)
+
 BINARY_SNIFF_BYTES = 8192
 _DEFINITION_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s")
 LINE_TEXT_LIMIT = 400
+UNREADABLE_LISTED = 50
 
 
 class SearchError(Exception):
@@ -137,45 +147,60 @@ class FileFilter(object):
     def __init__(self, include, exclude):
         self.include = list(include or [])
         self.exclude = list(exclude or [])
+        # Each list as two regexes (name globs, path globs): two matches per entry instead of a
+        # fnmatch call per glob, in the walk's innermost loop.
+        self._include = self._compile(self.include)
+        self._exclude = self._compile(self.exclude)
 
     @staticmethod
-    def _match(globs, rel, name):
-        return any(fnmatch.fnmatchcase(rel if "/" in g else name, g) for g in globs)
+    def _compile(globs):
+        def one(chosen):
+            return re.compile("|".join(fnmatch.translate(g) for g in chosen)) if chosen else None
+        return one([g for g in globs if "/" not in g]), one([g for g in globs if "/" in g])
+
+    @staticmethod
+    def _match(compiled, rel, name):
+        by_name, by_rel = compiled
+        return bool(by_name and by_name.match(name)) or bool(by_rel and by_rel.match(rel))
 
     def wants_dir(self, rel, name):
-        return not self._match(self.exclude, rel, name)
+        return not self._match(self._exclude, rel, name)
 
     def wants_file(self, rel, name):
-        if self._match(self.exclude, rel, name):
+        if self._match(self._exclude, rel, name):
             return False
-        return not self.include or self._match(self.include, rel, name)
+        return not self.include or self._match(self._include, rel, name)
 
 
 class Stats(object):
+    """Counters of one search. Unreadable paths are kept by path (both backends may see one twice)."""
+
     def __init__(self):
         self.files_scanned = 0
         self.bytes_scanned = 0
         self.binary_skipped = 0
         self.large_skipped = 0
-        self.unreadable = []
         self.loops_skipped = 0
+        self.unreadable = {}  # path -> error text; only unreadable paths, so it stays small
+        self.dirs_entered = set()  # directory paths walk_files read, as it reached them
+
+    def note_unreadable(self, path, error):
+        self.unreadable.setdefault(path, error)
 
 
-def walk_files(roots, file_filter, stats, max_unreadable=50):
+def walk_files(roots, file_filter, stats):
     """Yield (path, relpath) of candidate files under roots, following symlinks.
 
-    Each directory is entered once by its real path, so symlink loops and overlapping roots are
-    walked once. Only directories are remembered, never every file, so memory does not grow with
-    the tree; a file reached through a symlinked *file* as well is collapsed in `search`.
+    Each directory is entered once (told apart by device and inode: one stat, where realpath would
+    lstat every component), so symlink loops and overlapping roots are walked once (the others
+    count as loops_skipped). Only directories are remembered, never every file, so memory does not
+    grow with the tree; a file reached through a symlinked *file* as well is collapsed in `search`.
     """
     seen_dirs = set()
     seen_files = set()  # root arguments that are files
 
     def note_unreadable(path, exc):
-        if len(stats.unreadable) < max_unreadable:
-            stats.unreadable.append({"path": path, "error": exc.strerror or str(exc)})
-        else:
-            stats.unreadable.append(None)
+        stats.note_unreadable(path, exc.strerror or str(exc))
 
     for root in roots:
         root = os.path.abspath(root)
@@ -188,11 +213,16 @@ def walk_files(roots, file_filter, stats, max_unreadable=50):
         stack = [(root, "")]
         while stack:
             directory, rel_dir = stack.pop()
-            real_dir = os.path.realpath(directory)
-            if real_dir in seen_dirs:
+            try:
+                st = os.stat(directory)
+            except OSError as exc:
+                note_unreadable(directory, exc)
+                continue
+            if (st.st_dev, st.st_ino) in seen_dirs:
                 stats.loops_skipped += 1
                 continue
-            seen_dirs.add(real_dir)
+            seen_dirs.add((st.st_dev, st.st_ino))
+            stats.dirs_entered.add(directory)
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
             except OSError as exc:
@@ -217,6 +247,25 @@ def walk_files(roots, file_filter, stats, max_unreadable=50):
                 elif entry.is_symlink() and not os.path.exists(entry.path):
                     note_unreadable(entry.path, OSError(2, "dangling symlink"))
             stack.extend(reversed(subdirs))
+
+
+def sized_files(roots, file_filter, max_filesize, stats):
+    """Yield (path, size) of the regular files to read; count the ones over max_filesize.
+
+    Both backends run this walk, so they count large files, loops and unreadable directories alike.
+    """
+    for path, _rel in walk_files(roots, file_filter, stats):
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            stats.note_unreadable(path, exc.strerror or str(exc))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if max_filesize and st.st_size > max_filesize:
+            stats.large_skipped += 1
+            continue
+        yield path, st.st_size
 
 
 def split_lines(text):
@@ -298,18 +347,12 @@ def python_search(roots, matcher, file_filter, context, max_filesize, stats):
     if literals is not None:
         literals = _minimal_literals(literals)
         text_literals = [lit.decode("ascii") for lit in literals]
-    for path, _rel in walk_files(roots, file_filter, stats):
+    for path, _size in sized_files(roots, file_filter, max_filesize, stats):
         try:
-            st = os.stat(path)
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            if max_filesize and st.st_size > max_filesize:
-                stats.large_skipped += 1
-                continue
             with open(path, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
-            stats.unreadable.append({"path": path, "error": exc.strerror or str(exc)})
+            stats.note_unreadable(path, exc.strerror or str(exc))
             continue
         stats.files_scanned += 1
         stats.bytes_scanned += len(data)
@@ -366,13 +409,38 @@ def rg_argv(rg, roots, matcher, file_filter, context, max_filesize):
 
 _RG_LINE = re.compile(rb"(\d+)([:-])")
 _RG_STAT = re.compile(rb"^(\d+) (files searched|bytes searched)$")
+# "PATH: Permission denied (os error 13)"; ripgrep 13 (Debian 12) prints it without the "rg: " prefix
+# that later releases add. Other messages (such as "File system loop found: ...") have no os error.
+_RG_OS_ERROR = re.compile(r"^(?:rg: )?(?P<path>.+): (?P<error>[^:]+?) \(os error \d+\)$")
+
+
+def rg_unreadable_files(stderr, roots, stats):
+    """Files ripgrep could not read, as (path, error) with Python's wording of the error.
+
+    Only regular files whose directory walk_files entered by that same path are kept: directories,
+    dangling links and paths reached through a second symlinked alias come from the walk in both
+    backends, so both report the same paths.
+    """
+    root_files = set(os.path.abspath(r) for r in roots)
+    found = []
+    for line in stderr.splitlines():
+        m = _RG_OS_ERROR.match(line)
+        if not m:
+            continue
+        path = m.group("path")
+        if not os.path.isfile(path):
+            continue
+        if path in root_files or os.path.dirname(path) in stats.dirs_entered:
+            found.append((path, m.group("error")))
+    return found
 
 
 def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats, timeout=600):
     """ripgrep backend: rg finds candidate lines, the LineMatcher judges them.
 
     rg's output is read while it runs (it writes each file's lines together), so judging
-    one file overlaps with rg searching the next.
+    one file overlaps with rg searching the next. Beside it, the stat-only walk of the Python
+    backend counts what rg skips without saying so (large files, loops) and unreadable directories.
     """
     argv = rg_argv(rg, roots, matcher, file_filter, context, max_filesize)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=1 << 16)
@@ -382,6 +450,17 @@ def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats
     err_chunks = []
     err_reader = threading.Thread(target=lambda: err_chunks.append(proc.stderr.read()))
     err_reader.start()
+    walk_errors = []
+
+    def walk():
+        try:
+            for _item in sized_files(roots, file_filter, max_filesize, stats):
+                pass
+        except Exception as exc:  # re-raised below, in the caller's thread
+            walk_errors.append(exc)
+
+    walker = threading.Thread(target=walk)
+    walker.start()
     results = []
     current, lines, candidates = None, {}, []
 
@@ -420,17 +499,17 @@ def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats
         err = b"".join(err_chunks)
     finally:
         timer.cancel()
+        walker.join()
+    if walk_errors:
+        raise walk_errors[0]
     if proc.returncode < 0:
         raise SearchError("ripgrep did not finish within %ss (killed)" % timeout)
     if proc.returncode == 2 and b"regex parse error" in err:
         raise RegexDialectError(err.decode("utf-8", "replace").strip()[-300:])
     if proc.returncode not in (0, 1, 2):
         raise SearchError("ripgrep failed (rc=%s): %s" % (proc.returncode, err.decode("utf-8", "replace")[-500:]))
-    for line in err.decode("utf-8", "replace").splitlines():
-        # "rg: PATH: Permission denied (os error 13)" and friends.
-        if line.startswith("rg: "):
-            bad, _sep, error = line[4:].rpartition(": ")
-            stats.unreadable.append({"path": bad, "error": error})
+    for path, error in rg_unreadable_files(err.decode("utf-8", "surrogateescape"), roots, stats):
+        stats.note_unreadable(path, error)
     return results
 
 
@@ -523,7 +602,6 @@ def search(roots, matcher, file_filter, backend="python", rg=None, context=0, de
                 if "max_total_hits" not in truncated:
                     truncated.append("max_total_hits")
             budget -= len(f["hits"])
-    unreadable = [u for u in stats.unreadable if u]
     return {
         "files": files,
         "definitions": sorted((d for f in files for d in f["definitions"]), key=lambda d: (d["path"], d["line"])),
@@ -535,10 +613,90 @@ def search(roots, matcher, file_filter, backend="python", rg=None, context=0, de
         "bytes_scanned": stats.bytes_scanned,
         "binary_skipped": stats.binary_skipped,
         "large_skipped": stats.large_skipped,
-        "unreadable": unreadable,
+        "loops_skipped": stats.loops_skipped,
+        "unreadable": [{"path": path, "error": stats.unreadable[path]}
+                       for path in sorted(stats.unreadable)[:UNREADABLE_LISTED]],
         "unreadable_count": len(stats.unreadable),
         "truncated": bool(truncated),
         "truncated_reason": truncated,
         "backend": backend,
         "elapsed_s": round(time.monotonic() - started, 4),
     }
+
+
+# What a cached result must hold to be served: every field, with its type.
+_CACHED_FIELDS = {
+    "files": list, "definitions": list, "total_hits": int, "term_hits": dict, "missing_terms": list,
+    "files_with_hits": int, "files_scanned": int, "bytes_scanned": int, "binary_skipped": int,
+    "large_skipped": int, "loops_skipped": int, "unreadable": list, "unreadable_count": int,
+    "truncated": bool, "truncated_reason": list, "backend": str,
+}
+_CACHED_FILE_FIELDS = {"path": str, "hit_count": int, "hits": list, "definitions": list}
+_LIMITS = ("context", "max_files", "max_hits_per_file", "max_total_hits", "max_filesize")
+
+
+def valid_cached_result(entry):
+    """True when a cache entry has the shape of a search result of this format."""
+    return (matches_shape(entry, _CACHED_FIELDS)
+            and all(isinstance(f, dict) and all(k in f and is_type(f[k], t) for k, t in _CACHED_FILE_FIELDS.items())
+                    for f in entry["files"])
+            and all(isinstance(d, dict) for d in entry["definitions"])
+            and all(isinstance(t, str) for t in entry["missing_terms"]))
+
+
+def cache_key(options, fingerprint):
+    payload = json.dumps({"module": "source_search", "options": options, "tree": fingerprint}, sort_keys=True)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def run_search(params, check_mode):
+    """The source_search module without Ansible: check params, serve or fill the cache, search.
+
+    params holds every option of the module (as AnsibleModule.params does). Raises SearchError
+    with a message that names the problem (no host name).
+    """
+    p = params
+    missing = [path for path in p["paths"] if not os.path.exists(path)]
+    if missing or not p["paths"]:
+        raise SearchError("search path(s) %s do not exist; pass directories such as the search_roots from "
+                          "gpufleet.sglang.python_package_info" % (", ".join(missing) or "(none)"))
+    for name in _LIMITS:
+        if not is_type(p[name], int) or p[name] < 0:
+            raise SearchError("%s must be 0 or more, not %s" % (name, p[name]))
+    matcher = LineMatcher(p["terms"], p["patterns"], p["match"], p["case_sensitive"])
+    rg = p["rg_path"] or shutil.which("rg")
+    if p["backend"] == "ripgrep" and not (rg and os.access(rg, os.X_OK)):
+        raise SearchError("backend=ripgrep but rg is not installed (install ripgrep, set rg_path, or use backend=auto)")
+    backend = "ripgrep" if p["backend"] == "ripgrep" or (p["backend"] == "auto" and rg) else "python"
+    options = dict(context=p["context"], definitions=p["definitions"], max_files=p["max_files"],
+                   max_hits_per_file=p["max_hits_per_file"], max_total_hits=p["max_total_hits"],
+                   max_filesize=p["max_filesize"])
+    file_filter = FileFilter(p["include"], p["exclude"])
+
+    key = None
+    if p["cache"]:
+        started = time.monotonic()
+        options_key = dict((k, v) for k, v in p.items() if k not in ("cache", "backend", "rg_path"))
+        key = cache_key(options_key, tree_fingerprint(p["paths"], file_filter))
+        hit = cache_read(p["cache"], key, valid_cached_result)[0]
+        if hit:
+            hit.pop("format", None)
+            hit.update(cached=True, elapsed_s=round(time.monotonic() - started, 4))
+            return hit
+    note = None
+    try:
+        result = search(p["paths"], matcher, file_filter, backend=backend, rg=rg, **options)
+    except RegexDialectError as exc:
+        if p["backend"] == "ripgrep":
+            raise
+        note = "ripgrep rejected a pattern (%s); searched with the Python engine" % exc
+        result = search(p["paths"], matcher, file_filter, backend="python", **options)
+    if note:
+        result["backend_note"] = note
+    result["cached"] = False
+    if key and not check_mode:
+        try:
+            cache_write(p["cache"], key, result)
+        except OSError as exc:
+            raise SearchError("cannot write the cache in %s: %s" % (p["cache"], exc)) from None
+    return result

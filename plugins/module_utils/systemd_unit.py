@@ -412,8 +412,7 @@ def resolve_command(words, launchers, environment_path=None):
     if not values:
         raise UnitError("ExecStart is empty")
     first = os.path.basename(values[0])
-    if first in SHELLS and "-c" in [v for v in values[1:3]] or (
-            first in SHELLS and len(values) > 2 and re.match(r"^-[a-z]*c$", values[1])):
+    if first in SHELLS and len(values) > 2 and re.match(r"^-[a-z]*c$", values[1]):
         c_index = next(i for i, v in enumerate(values) if i > 0 and re.match(r"^-[a-z]*c$", v))
         if c_index + 1 >= len(values):
             raise UnitError("ExecStart runs %s -c without a script" % values[0])

@@ -46,9 +46,17 @@ options:
       - Defaults to the directory the interpreter in O(argv) imports the package from.
     type: path
   timeout:
-    description: Seconds before the help command and its children are killed.
+    description: Seconds before the help command and its children are killed; more than 0.
     type: int
     default: 120
+  max_output_bytes:
+    description:
+      - Most bytes the help command may print (stdout and stderr together). Past it, reading stops, the
+        command and its process group are killed and the module fails (or, with O(method=auto), falls back
+        to the source and says why). SGLang's help is about 150 kB.
+      - 0 means no limit.
+    type: int
+    default: 4194304
   environment:
     description: Extra environment variables for the command (for example the service's C(PYTHONPATH)).
     type: dict
@@ -219,123 +227,16 @@ elapsed_s:
   type: float
 """
 
-import hashlib
-import os
 import re
-import shutil
 import socket
-import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils import argparse_help, cli_flags, sglang_capabilities
-from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_source import (
-    SourceReadError,
-    parser_source_files,
+from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_help import filter_flags
+from ansible_collections.gpufleet.sglang.plugins.module_utils.cli_flags import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    FlagsError,
+    discover,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
-from ansible_collections.gpufleet.sglang.plugins.module_utils.python_package import (
-    PROBE_SOURCE,
-    BrokenInstall,
-    ProbeError,
-    classify,
-    parse_probe_output,
-)
-from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import cache_read, cache_write
-
-HELP_COLUMNS = 250
-
-
-class FlagsError(Exception):
-    pass
-
-
-def resolve_package(python, module_name, env, timeout):
-    """python_package_info's probe for the top-level package of module_name (cheap: no import)."""
-    top = module_name.split(".")[0]
-    run = run_argv([python, "-c", PROBE_SOURCE, top], timeout=timeout, env=env)
-    if not run.ok:
-        return None
-    try:
-        return classify(parse_probe_output(run.stdout), top)
-    except (ProbeError, BrokenInstall):
-        return None
-
-
-def run_help(argv, env, timeout):
-    run = run_argv(argv, timeout=timeout, env=env)
-    if run.error:
-        raise FlagsError("cannot run %s: %s" % (argv[0], run.error))
-    if run.timed_out:
-        raise FlagsError("%s did not finish within %ss (killed with its process group)" % (" ".join(argv), timeout))
-    if run.rc != 0:
-        raise FlagsError("%s exited with rc=%s: %s" % (" ".join(argv), run.rc, run.stderr_tail(5)))
-    try:
-        flags, info = cli_flags.help_flags(run.stdout)
-    except argparse_help.HelpParseError as exc:
-        raise FlagsError("output of %s is not argparse help (%s); first line: %r"
-                         % (" ".join(argv), exc, (run.stdout.strip().splitlines() or [""])[0][:120])) from None
-    return flags, info, hashlib.sha256(run.stdout.encode("utf-8")).hexdigest()
-
-
-def discover(params, check_mode):
-    argv = params["argv"]
-    env = c_locale_env(params["environment"], columns=HELP_COLUMNS)
-    python, module_name = cli_flags.python_module_form(argv)
-    package = resolve_package(python, module_name, env, min(params["timeout"], 60)) if python else None
-    source_dir = params["source_dir"] or ((package or {}).get("search_roots") or [None])[0]
-    method = params["method"]
-    if method == "source" and not source_dir:
-        raise FlagsError("method=source needs the 'PYTHON -m MODULE' form of argv with the package installed, "
-                         "or source_dir")
-
-    result = {"package": package or {}, "raw_help_sha256": None, "cached": False, "method": None}
-    watched = parser_source_files(source_dir) if source_dir else []
-    if package and package.get("dist_info"):
-        watched.append(os.path.join(package["dist_info"], "RECORD"))
-    key = None
-    if params["cache"]:
-        key = cli_flags.cache_key(argv + [method], params["environment"], package, watched)
-        hit, path = cache_read(params["cache"], key)
-        result["cache_file"] = path
-        if hit:
-            hit.pop("format", None)
-            hit.update(cached=True, package=package or {}, cache_file=path)
-            return hit
-
-    src = None
-    if source_dir and method in ("auto", "source"):
-        try:
-            src_flags, files = cli_flags.source_flags(source_dir)
-            src = (src_flags, files)
-            result["source_files"] = files
-        except SourceReadError as exc:
-            if method == "source":
-                raise FlagsError("cannot read the parser sources: %s" % exc) from None
-            result["source_error"] = str(exc)
-
-    if method == "source":
-        flags = src[0]
-        result["method"] = "source"
-    else:
-        try:
-            flags, info, digest = run_help(argv, env, params["timeout"])
-            result.update(method="help", raw_help_sha256=digest, prog=info["prog"])
-            if src:
-                result["source_check"] = cli_flags.compare(flags, src[0])
-                flags = cli_flags.merge_hidden(flags, src[0])
-        except FlagsError as exc:
-            if method == "help" or not src:
-                raise
-            flags = src[0]
-            result.update(method="source", fallback_reason=str(exc))
-
-    is_sglang = any(f["name"] == "--speculative-algorithm" for f in flags)
-    result["capabilities"] = sglang_capabilities.capabilities(flags) if is_sglang else None
-    result["flags"] = flags
-    if key and not check_mode:
-        # Only the flags and their analysis are cached; the package facts are re-probed every time.
-        result["cache_file"] = cache_write(params["cache"], key, dict(result, package={}))
-    return result
 
 
 def main():
@@ -349,40 +250,26 @@ def main():
             filter=dict(type="str"),
             filter_type=dict(type="str", default="prefix", choices=["prefix", "regex"]),
             cache=dict(type="path"),
+            max_output_bytes=dict(type="int", default=DEFAULT_MAX_OUTPUT_BYTES),
         ),
         supports_check_mode=True,
     )
-    started = time.monotonic()
     host = socket.gethostname()
-    argv = module.params["argv"]
-    if not argv:
-        module.fail_json(msg="host %s: argv is empty; give the command as a list, e.g. "
-                             "[/opt/ml-env/bin/python3, -m, sglang.launch_server, --help]" % host)
-    exe = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
-    if not exe or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
-        module.fail_json(msg="host %s: command %s not found or not executable; give the full path of the "
-                             "interpreter the service runs" % (host, argv[0]))
-    if module.params["filter"] and module.params["filter_type"] == "regex":
+    p = module.params
+    if p["filter"] and p["filter_type"] == "regex":
         try:
-            re.compile(module.params["filter"])
+            re.compile(p["filter"])
         except re.error as exc:
-            module.fail_json(msg="host %s: filter %r is not a valid regex: %s" % (host, module.params["filter"], exc))
-    if module.params["source_dir"] and not os.path.isdir(module.params["source_dir"]):
-        module.fail_json(msg="host %s: source_dir %s is not a directory" % (host, module.params["source_dir"]))
-
+            module.fail_json(msg="host %s: filter %r is not a valid regex: %s" % (host, p["filter"], exc))
     try:
-        result = discover(module.params, module.check_mode)
+        result = discover(p, module.check_mode)
     except FlagsError as exc:
-        module.fail_json(msg="host %s: %s" % (host, exc), method=module.params["method"])
-    except OSError as exc:
-        module.fail_json(msg="host %s: cannot use the cache directory %s: %s" % (host, module.params["cache"], exc))
-
-    if module.params["filter"]:
-        prefix = module.params["filter"] if module.params["filter_type"] == "prefix" else None
-        regex = module.params["filter"] if module.params["filter_type"] == "regex" else None
-        result["flags"] = argparse_help.filter_flags(result["flags"], prefix=prefix, regex=regex)
-    result["flag_count"] = len(result["flags"])
-    result["elapsed_s"] = round(time.monotonic() - started, 3)
+        module.fail_json(msg="host %s: %s" % (host, exc), method=p["method"])
+    if p["filter"]:
+        prefix = p["filter"] if p["filter_type"] == "prefix" else None
+        regex = p["filter"] if p["filter_type"] == "regex" else None
+        result["flags"] = filter_flags(result["flags"], prefix=prefix, regex=regex)
+        result["flag_count"] = len(result["flags"])
     module.exit_json(changed=False, **result)
 
 

@@ -17,8 +17,8 @@ description:
     O(dir) (mode 0700, copies 0600). A path that does not exist is recorded as absent.
   - C(state=restored) puts every path back exactly as recorded (removing the ones that did not exist), then
     removes the snapshot. C(state=absent) removes the snapshot (after a successful change).
-  - Refuses to save over an existing snapshot: one left by an interrupted run still holds the only copy of the
-    state before it. The message says where it is.
+  - Refuses to save over an existing snapshot, because one left by an interrupted run still holds the only copy
+    of the state before it. The message says where it is.
 author:
   - gpufleet.sglang contributors (@gpufleet)
 options:

@@ -28,7 +28,7 @@ options:
     type: bool
     default: false
   timeout:
-    description: Seconds before each C(nvidia-smi) call is killed (a wedged driver can hang it).
+    description: Seconds before each C(nvidia-smi) call is killed (a wedged driver can hang it); more than 0.
     type: int
     default: 30
 attributes:
@@ -62,8 +62,10 @@ nvidia_smi_path:
   returned: when present
   type: str
 error:
-  description: What nvidia-smi said when it failed (for example that it cannot talk to the driver).
-  returned: when nvidia_smi is error
+  description:
+    - What nvidia-smi said when it failed (for example that it cannot talk to the driver), or where it was
+      looked for when it is missing.
+  returned: when nvidia_smi is error or missing
   type: str
 driver_version:
   description: Driver version (of the first GPU).
@@ -84,8 +86,15 @@ gpus:
       driver_version: 550.90.07
       processes: [48211]
 processes:
-  description: Compute processes, with C(pid), C(process_name), C(used_memory_mib) (null when the driver does
-    not say), C(gpu_uuid), C(gpu_index) and C(unit) (null when no systemd unit owns it).
+  description:
+    - Compute processes, with C(pid), C(process_name), C(used_memory_mib) (null when the driver does
+      not say), C(gpu_uuid), C(gpu_index), C(unit) and C(unit_source).
+    - C(unit) is the systemd unit that owns the process, from C(/proc/PID/cgroup); null when there is none
+      or it cannot be told, and C(unit_source) says which.
+    - C(unit_source) is C(cgroup) (the unit was found), C(no unit) (the cgroup was read and the process is
+      in no unit), C(process gone) (there is no C(/proc/PID), because the process exited after nvidia-smi
+      listed it, or because its PID belongs to another PID namespace) or C(unreadable) (its cgroup
+      cannot be read, for example permission denied).
   returned: always
   type: list
   elements: dict
@@ -96,6 +105,7 @@ processes:
       gpu_uuid: GPU-5b3a7e1c-2f4d-4e8a-9c1b-7d6e5f4a3b21
       gpu_index: 0
       unit: train-qwen.service
+      unit_source: cgroup
 gpu_count:
   description: Number of GPUs.
   returned: always
@@ -107,35 +117,10 @@ units:
   elements: str
 """
 
-import os
-import shutil
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.nvidia_smi import (
-    QUERY_APPS,
-    QUERY_GPUS,
-    NvidiaSmiParseError,
-    attach,
-    parse_apps,
-    parse_gpus,
-)
-from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
-
-
-def read_cgroup(pid):
-    try:
-        with open("/proc/%d/cgroup" % pid) as handle:
-            return handle.read()
-    except (OSError, ValueError):
-        # Gone already, or a PID of another PID namespace (nvidia-smi in a container).
-        return None
-
-
-def empty(state, **extra):
-    result = {"nvidia_smi": state, "gpus": [], "processes": [], "gpu_count": 0, "units": [], "driver_version": None}
-    result.update(extra)
-    return result
+from ansible_collections.gpufleet.sglang.plugins.module_utils.nvidia_smi import query_gpus
 
 
 def main():
@@ -148,46 +133,13 @@ def main():
         supports_check_mode=True,
     )
     host = socket.gethostname()
-    smi = module.params["nvidia_smi"] or shutil.which("nvidia-smi")
-    if not smi or not os.access(smi, os.X_OK):
-        msg = "host %s: nvidia-smi not found%s; install the NVIDIA driver utilities or set nvidia_smi" % (
-            host, " at %s" % smi if smi else " on PATH")
-        if module.params["required"]:
-            module.fail_json(msg=msg, **empty("missing"))
-        module.exit_json(changed=False, **empty("missing"))
-
-    env = c_locale_env()
-    outputs = []
-    for query in (QUERY_GPUS, QUERY_APPS):
-        run = run_argv([smi] + query, timeout=module.params["timeout"], env=env)
-        if not run.ok:
-            said = (run.stdout.strip() or run.stderr.strip() or run.error or "").splitlines()
-            reason = "timed out after %ss" % module.params["timeout"] if run.timed_out else (
-                "rc=%s: %s" % (run.rc, said[0] if said else "no output"))
-            error = "%s %s failed (%s)" % (smi, query[0].split("=", 1)[0], reason)
-            if module.params["required"]:
-                module.fail_json(msg="host %s: %s" % (host, error), **empty("error", error=error))
-            module.exit_json(changed=False, **empty("error", error=error, nvidia_smi_path=smi))
-        outputs.append(run.stdout)
     try:
-        gpus = parse_gpus(outputs[0])
-        apps = parse_apps(outputs[1])
-    except NvidiaSmiParseError as exc:
-        error = "%s printed something else than the CSV asked for: %s" % (smi, exc)
-        if module.params["required"]:
-            module.fail_json(msg="host %s: %s" % (host, error), **empty("error", error=error))
-        module.exit_json(changed=False, **empty("error", error=error, nvidia_smi_path=smi))
-    gpus, apps = attach(gpus, apps, read_cgroup)
-    module.exit_json(
-        changed=False,
-        nvidia_smi="present",
-        nvidia_smi_path=smi,
-        driver_version=gpus[0]["driver_version"] if gpus else None,
-        gpus=gpus,
-        processes=apps,
-        gpu_count=len(gpus),
-        units=sorted(set(a["unit"] for a in apps if a["unit"])),
-    )
+        result = query_gpus(module.params["nvidia_smi"], module.params["timeout"])
+    except ValueError as exc:
+        module.fail_json(msg="host %s: %s" % (host, exc))
+    if result["nvidia_smi"] != "present" and module.params["required"]:
+        module.fail_json(msg="host %s: %s" % (host, result["error"]), **result)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

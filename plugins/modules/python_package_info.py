@@ -13,12 +13,17 @@ version_added: "0.1.0"
 description:
   - Runs the given Python interpreter on the target with a small stdlib-only probe and reports
     where the package is imported from, its version, and how it was installed
-    (regular, editable, namespace or missing).
+    (regular, path, editable, namespace or missing).
   - The package is resolved with C(importlib.util.find_spec) and C(importlib.metadata); it is
     never imported, so resolving C(sglang) does not import C(torch) or touch a GPU.
   - Editable installs are recognised the modern ways (PEP 660 C(__editable__) finders and
     C(.pth) files, C(direct_url.json) with C(dir_info.editable)) and the legacy ways
     (C(.egg-link), plain path entries such as C(PYTHONPATH) checkouts).
+  - A directory that pip installed into outside the site directories (C(pip install --target DIR),
+    C(--prefix), another interpreter's C(--user)) and that is put on the path is not a checkout;
+    its dist-info lists the package's files in C(RECORD), and it is reported as RV(install=path).
+  - A dist-info whose C(METADATA) is missing, undecodable or without C(Name)/C(Version) is a broken
+    install; the module fails and names the file and the problem.
   - Use O(python) with the interpreter from the service's C(ExecStart), not the system one.
 author:
   - gpufleet.sglang contributors (@gpufleet)
@@ -35,7 +40,7 @@ options:
     default: sglang
   timeout:
     description:
-      - Seconds to wait for the interpreter before killing it and failing.
+      - Seconds to wait for the interpreter before killing it and failing; more than 0.
     type: int
     default: 30
   environment:
@@ -116,10 +121,24 @@ version_source:
   returned: always
   type: str
 install:
-  description: How the package is installed.
+  description:
+    - How the package is installed.
+    - C(regular) is pip's copy in a site directory of the interpreter (site-packages, the user site).
+    - C(path) is pip's copy in another directory that is on the path (C(PYTHONPATH), a C(.pth) entry),
+      such as C(pip install --target DIR) or C(--prefix DIR); the code is what pip installed, not a checkout.
+    - C(editable) is code that runs from a source checkout (PEP 660 or C(.egg-link) editable installs,
+      a checkout on the path with no dist-info that lists its files).
   returned: always
   type: str
-  choices: [regular, editable, namespace, missing]
+  choices: [regular, path, editable, namespace, missing]
+installed_by:
+  description:
+    - The installer recorded in the dist-info's C(INSTALLER) file (such as C(pip) or C(uv)), when that
+      dist-info's C(RECORD) lists the package's files (RV(install=regular) and RV(install=path));
+      null otherwise, for example for checkouts and editable installs.
+  returned: always
+  type: str
+  sample: pip
 editable_source:
   description: The checkout an editable install points to; null otherwise.
   returned: always
@@ -156,6 +175,12 @@ search_roots:
   returned: always
   type: list
   elements: str
+probe_errors:
+  description:
+    - Steps of the probe that failed without stopping it, step name to error (for example an unreadable
+      C(RECORD) or C(version.py)); empty when every step worked.
+  returned: always
+  type: dict
 method:
   description: How the package was resolved; it is never imported.
   returned: always
@@ -167,18 +192,13 @@ elapsed_s:
   type: float
 """
 
-import os
 import socket
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.python_package import (
-    PROBE_SOURCE,
-    BrokenInstall,
-    ProbeError,
-    classify,
-    parse_probe_output,
+    PackageInfoError,
+    resolve_package,
 )
 
 
@@ -196,42 +216,15 @@ def main():
     host = socket.gethostname()
     python = module.params["python"] or sys.executable
     name = module.params["name"]
-
-    if not os.path.exists(python):
-        module.fail_json(msg="host %s: interpreter %s does not exist; set 'python' to the interpreter the "
-                             "service runs (see ExecStart in its unit)" % (host, python))
-    if os.path.isdir(python) or not os.access(python, os.X_OK):
-        module.fail_json(msg="host %s: interpreter %s is not an executable file; point 'python' at "
-                             "bin/python3 of the environment" % (host, python))
-    if not name or "." in name or not name.replace("_", "a").isalnum():
-        module.fail_json(msg="host %s: name %r is not a top-level import name such as 'sglang'" % (host, name))
-
-    env = dict(os.environ)
-    env.update({str(k): str(v) for k, v in module.params["environment"].items()})
-    run = run_argv([python, "-c", PROBE_SOURCE, name], timeout=module.params["timeout"], env=env)
-    if run.error:
-        module.fail_json(msg="host %s: cannot run %s: %s" % (host, python, run.error))
-    if run.timed_out:
-        module.fail_json(msg="host %s: %s did not answer within %ss (killed); check for a hung import or "
-                             "raise 'timeout'" % (host, python, module.params["timeout"]))
     try:
-        raw = parse_probe_output(run.stdout)
-    except ProbeError as exc:
-        module.fail_json(
-            msg="host %s: %s did not run the probe as a Python >= 3.8 would (%s, rc=%s); is it a Python "
-                "interpreter?" % (host, python, exc, run.rc),
-            stderr=run.stderr_tail(),
-        )
-    try:
-        result = classify(raw, name)
-    except BrokenInstall as exc:
-        module.fail_json(msg="host %s, interpreter %s: broken install of %s: %s" % (host, python, name, exc))
-
+        result = resolve_package(python, name, module.params["environment"], module.params["timeout"])
+    except PackageInfoError as exc:
+        extra = {"stderr": exc.stderr} if exc.stderr is not None else {}
+        module.fail_json(msg="host %s: %s" % (host, exc), **extra)
     if result["install"] == "missing" and module.params["fail_on_missing"]:
         module.fail_json(msg="host %s: %s is not installed for %s (sys.prefix %s); install it there or set "
-                             "'python' to the interpreter that has it" % (host, name, python, raw.get("prefix")),
+                             "'python' to the interpreter that has it" % (host, name, python, result["sys_prefix"]),
                          **result)
-    result["elapsed_s"] = round(run.elapsed_s, 3)
     module.exit_json(changed=False, **result)
 
 

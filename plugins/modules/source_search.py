@@ -193,11 +193,19 @@ binary_skipped:
   returned: always
   type: int
 large_skipped:
-  description: Files skipped for O(max_filesize) (Python backend; ripgrep skips them silently).
+  description: Files skipped for O(max_filesize) (both backends count them).
+  returned: always
+  type: int
+loops_skipped:
+  description:
+    - Directories not entered again because their real path was already searched (symlink loops,
+      symlinks to a directory searched under another path, overlapping O(paths)).
   returned: always
   type: int
 unreadable:
-  description: Up to 50 unreadable files or directories, with the error.
+  description:
+    - Up to 50 unreadable files or directories (the first by path), each with C(path) and C(error)
+      (such as C(Permission denied) or C(dangling symlink)); both backends list the same ones.
   returned: always
   type: list
   elements: dict
@@ -232,28 +240,10 @@ elapsed_s:
   type: float
 """
 
-import hashlib
-import json
-import os
-import shutil
 import socket
-import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import cache_read, cache_write
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import (
-    FileFilter,
-    LineMatcher,
-    RegexDialectError,
-    SearchError,
-    search,
-    tree_fingerprint,
-)
-
-
-def cache_key(options, fingerprint):
-    payload = json.dumps({"module": "source_search", "options": options, "tree": fingerprint}, sort_keys=True)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import SearchError, run_search
 
 
 def main():
@@ -278,58 +268,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    p = module.params
-    host = socket.gethostname()
-    missing = [path for path in p["paths"] if not os.path.exists(path)]
-    if missing or not p["paths"]:
-        module.fail_json(msg="host %s: search path(s) %s do not exist; pass directories such as the search_roots "
-                             "from gpufleet.sglang.python_package_info" % (host, ", ".join(missing) or "(none)"))
-    for name in ("context", "max_files", "max_hits_per_file", "max_total_hits", "max_filesize"):
-        if p[name] < 0:
-            module.fail_json(msg="host %s: %s must be 0 or more, not %s" % (host, name, p[name]))
     try:
-        matcher = LineMatcher(p["terms"], p["patterns"], p["match"], p["case_sensitive"])
+        result = run_search(module.params, module.check_mode)
     except SearchError as exc:
-        module.fail_json(msg="host %s: %s" % (host, exc))
-
-    rg = p["rg_path"] or shutil.which("rg")
-    if p["backend"] == "ripgrep" and not (rg and os.access(rg, os.X_OK)):
-        module.fail_json(msg="host %s: backend=ripgrep but rg is not installed (install ripgrep, set rg_path, "
-                             "or use backend=auto)" % host)
-    backend = "ripgrep" if p["backend"] == "ripgrep" or (p["backend"] == "auto" and rg) else "python"
-    options = dict(context=p["context"], definitions=p["definitions"], max_files=p["max_files"],
-                   max_hits_per_file=p["max_hits_per_file"], max_total_hits=p["max_total_hits"],
-                   max_filesize=p["max_filesize"])
-    file_filter = FileFilter(p["include"], p["exclude"])
-    key = None
-    if p["cache"]:
-        started = time.monotonic()
-        options_key = dict((k, v) for k, v in p.items() if k not in ("cache", "backend", "rg_path"))
-        key = cache_key(options_key, tree_fingerprint(p["paths"], file_filter))
-        hit = cache_read(p["cache"], key)[0]
-        if hit:
-            hit.pop("format", None)
-            hit.update(cached=True, elapsed_s=round(time.monotonic() - started, 4))
-            module.exit_json(changed=False, **hit)
-    note = None
-    try:
-        try:
-            result = search(p["paths"], matcher, file_filter, backend=backend, rg=rg, **options)
-        except RegexDialectError as exc:
-            if p["backend"] == "ripgrep":
-                raise
-            note = "ripgrep rejected a pattern (%s); searched with the Python engine" % exc
-            result = search(p["paths"], matcher, file_filter, backend="python", **options)
-    except SearchError as exc:
-        module.fail_json(msg="host %s: %s" % (host, exc))
-    if note:
-        result["backend_note"] = note
-    result["cached"] = False
-    if key and not module.check_mode:
-        try:
-            cache_write(p["cache"], key, result)
-        except OSError as exc:
-            module.fail_json(msg="host %s: cannot write the cache in %s: %s" % (host, p["cache"], exc))
+        module.fail_json(msg="host %s: %s" % (socket.gethostname(), exc))
     module.exit_json(changed=False, **result)
 
 

@@ -1,5 +1,9 @@
 """cli_flags through real ansible-playbook runs against real SGLang installs."""
 
+import json
+import sys
+import time
+
 import pytest
 from helpers import help_venv
 
@@ -102,7 +106,6 @@ def test_hang_is_killed_with_its_children(playbook, tmp_path):
     script.chmod(0o755)
     r = playbook.module(MODULE, {"argv": [str(script)], "method": "help", "timeout": 1})
     assert_clear_failure(r, "did not finish within 1s")
-    import time
     time.sleep(3.5)
     assert not marker.exists(), "a child of the hung command survived the timeout"
 
@@ -118,3 +121,56 @@ def test_source_without_sources(playbook, tmp_path):
 def test_bad_regex_filter(playbook):
     r = playbook.module(MODULE, {"argv": ["echo"], "filter": "[", "filter_type": "regex"})
     assert_clear_failure(r, "not a valid regex")
+
+
+def test_cache_entries_of_the_wrong_shape_are_rebuilt(playbook, venvs, tmp_path):
+    cache = tmp_path / "cache"
+    args = {"argv": launch_help(venvs["0.5.6"]), "method": "source", "cache": str(cache)}
+    cold = playbook.module(MODULE, args)
+    (cache_file,) = cache.glob("*.json")
+    good = json.loads(cache_file.read_text())
+    for bad in ([], dict(good, flags="notalist"), {k: v for k, v in good.items() if k != "flags"}):
+        cache_file.write_text(json.dumps(bad))
+        r = playbook.module(MODULE, args)
+        assert not r.get("failed"), (bad, r.get("msg"))
+        assert r["cached"] is False and r["flag_count"] == cold["flag_count"] > 100 and r["flags"] == cold["flags"]
+        assert json.loads(cache_file.read_text()) == good  # overwritten with a good entry
+    assert playbook.module(MODULE, args)["cached"] is True
+
+
+@pytest.fixture
+def endless_help(tmp_path):
+    """A program whose 'help' is 50 MB of argparse-like flag lines."""
+    script = tmp_path / "endless-help"
+    script.write_text("#!%s\nimport sys\nsys.stdout.write('usage: endless [-h]\\n\\noptions:\\n')\n"
+                      "for i in range(1700000):\n    sys.stdout.write('  --flag%%d FLAG%%d  help text\\n' %% (i, i))\n"
+                      % sys.executable)
+    script.chmod(0o755)
+    return script
+
+
+def test_runaway_output_fails_fast_with_a_clear_message(playbook, endless_help):
+    started = time.monotonic()
+    r = playbook.module(MODULE, {"argv": [str(endless_help)], "method": "help"})
+    assert_clear_failure(r, "printed more than max_output_bytes=4194304 bytes", "raise max_output_bytes")
+    assert time.monotonic() - started < 60
+
+
+def test_output_limit_is_an_option(playbook, tmp_path):
+    tiny = tmp_path / "tiny-help"
+    tiny.write_text("#!/bin/sh\nprintf 'usage: tiny [-h] [--a A]\\n\\noptions:\\n"
+                    "  -h, --help  show\\n  --a A  the a\\n'\n")
+    tiny.chmod(0o755)
+    r = playbook.module(MODULE, {"argv": [str(tiny)], "method": "help", "max_output_bytes": 20})
+    assert_clear_failure(r, "more than max_output_bytes=20 bytes")
+    r = playbook.module(MODULE, {"argv": [str(tiny)], "method": "help", "max_output_bytes": 0})
+    assert not r.get("failed") and [f["name"] for f in r["flags"]] == ["--help", "--a"]
+
+
+@pytest.mark.parametrize("option, value, needle", [
+    ("timeout", -5, "timeout must be more than 0 (seconds), not -5"),
+    ("timeout", 0, "timeout must be more than 0 (seconds), not 0"),
+    ("max_output_bytes", -1, "max_output_bytes must be 0 (no limit) or more, not -1"),
+])
+def test_impossible_values_are_refused(playbook, option, value, needle):
+    assert_clear_failure(playbook.module(MODULE, {"argv": ["echo"], option: value}), needle)

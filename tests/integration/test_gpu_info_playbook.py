@@ -30,6 +30,8 @@ def test_gpus_and_live_processes(playbook, gpu_holder):
     assert [p["pid"] for p in r["processes"]] == [gpu_holder.pid]
     proc = r["processes"][0]
     assert proc["gpu_index"] == 2 and proc["used_memory_mib"] == 30000
+    # Its cgroup was read: it is in a unit (systemd host) or in none (a container), never "gone".
+    assert proc["unit_source"] == ("cgroup" if proc["unit"] else "no unit")
     assert r["gpus"][2]["memory_used_mib"] == 30000 and r["gpus"][2]["processes"] == [gpu_holder.pid]
     assert r["gpus"][0]["processes"] == []
 
@@ -39,6 +41,11 @@ def test_missing_nvidia_smi_is_a_fact_unless_required(playbook, tmp_path):
     assert not r.get("failed") and r["nvidia_smi"] == "missing" and r["gpus"] == []
     r = playbook.module(MODULE, {"nvidia_smi": str(tmp_path / "nvidia-smi"), "required": True})
     assert r["failed"] and r["msg"].startswith("host ") and "nvidia-smi not found" in r["msg"]
+
+
+def test_impossible_timeout(playbook):
+    r = playbook.module(MODULE, {"nvidia_smi": FAKE, "timeout": 0})
+    assert r["failed"] and r["msg"].startswith("host ") and "timeout must be more than 0 (seconds), not 0" in r["msg"]
 
 
 def test_driver_error(playbook):

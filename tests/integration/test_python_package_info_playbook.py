@@ -1,12 +1,13 @@
 """python_package_info through real ansible-playbook runs against real venvs."""
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import CACHE
+from helpers import CACHE, empty_venv, pip_install_localpkg, purelib, user_site_venv
 
 MODULE = "gpufleet.sglang.python_package_info"
 
@@ -168,3 +169,80 @@ def test_package_dir_without_dist_info(playbook, venvs, scratch_copy):
 
 def test_bad_name(playbook):
     assert_clear_failure(playbook.module(MODULE, {"name": "sglang.srt"}), "top-level import name")
+
+
+# --- pip's copies in directories of their own are not checkouts ------------------------------------
+
+@pytest.mark.parametrize("how", ["--target", "--prefix"])
+def test_pip_directory_on_pythonpath_is_a_path_install(playbook, venvs, tmp_path, how):
+    dest = tmp_path / "deps"
+    pip_install_localpkg(venvs["empty"], how, str(dest))
+    on_path = (dest if how == "--target" else purelib(dest)).resolve()
+    r = playbook.module(MODULE, {"python": str(venvs["empty"] / "bin" / "python"),
+                                 "environment": {"PYTHONPATH": str(on_path)}})
+    assert not r.get("failed"), r.get("msg")
+    assert (r["install"], r["installed_by"]) == ("path", "pip")
+    assert (r["editable_method"], r["editable_source"]) == (None, None)
+    assert r["version"] == "0.9.0.dev0+ddtree" and r["version_source"] == "metadata"
+    assert r["dist_info"] == str(on_path / "sglang-0.9.0.dev0+ddtree.dist-info")
+    assert r["search_roots"] == [str(on_path / "sglang")]
+
+
+def test_pip_user_install(playbook, tmp_path):
+    venv = user_site_venv()
+    userbase = tmp_path / "userbase"
+    pip_install_localpkg(venv, "--user", env=dict(os.environ, PYTHONUSERBASE=str(userbase)))
+    user_site = purelib(userbase).resolve()
+    # The interpreter that installed it reads its user site like site-packages.
+    r = playbook.module(MODULE, {"python": str(venv / "bin" / "python"),
+                                 "environment": {"PYTHONUSERBASE": str(userbase)}})
+    assert (r["install"], r["installed_by"], r["location"]) == ("regular", "pip", str(user_site / "sglang"))
+    # Another interpreter given that directory on PYTHONPATH runs pip's copy, not a checkout.
+    r = playbook.module(MODULE, {"python": str(empty_venv() / "bin" / "python"),
+                                 "environment": {"PYTHONPATH": str(user_site)}})
+    assert (r["install"], r["installed_by"], r["editable_source"]) == ("path", "pip", None)
+
+
+def test_checkout_beside_pip_metadata_it_does_not_own_stays_editable(playbook, venvs, tmp_path):
+    # A checkout whose directory also holds a dist-info of another copy (RECORD lists other files).
+    checkout = tmp_path / "src"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "localpkg", checkout)
+    other = tmp_path / "other"
+    pip_install_localpkg(venvs["empty"], "--target", str(other))
+    shutil.copytree(next(other.glob("*.dist-info")), checkout / "sglang-0.9.0.dev0+ddtree.dist-info")
+    (checkout / "sglang" / "extra.py").write_text("")
+    record = checkout / "sglang-0.9.0.dev0+ddtree.dist-info" / "RECORD"
+    record.write_text("".join(line for line in record.read_text().splitlines(True)
+                              if not line.startswith("sglang/__init__.py")))
+    r = playbook.module(MODULE, {"python": str(venvs["empty"] / "bin" / "python"),
+                                 "environment": {"PYTHONPATH": str(checkout)}})
+    assert (r["install"], r["editable_method"], r["installed_by"]) == ("editable", "path entry", None)
+
+
+# --- broken metadata: the file and the problem, never a traceback -----------------------------------
+
+@pytest.mark.parametrize("how, problem", [
+    ("missing", "is missing"),
+    ("Version", "has no Version field"),
+    ("Name", "has no Name field"),
+    ("latin-1", "is not valid UTF-8"),
+])
+def test_broken_metadata(playbook, venvs, scratch_copy, how, problem):
+    venv = scratch_copy(venvs["0.5.6"])
+    meta = site_packages(venv) / "sglang-0.5.6.dist-info" / "METADATA"
+    if how == "missing":
+        meta.unlink()
+    elif how == "latin-1":
+        meta.write_bytes(meta.read_bytes().replace(b"Summary:", b"Summary: caf\xe9", 1))
+    else:
+        meta.write_text("".join(line for line in meta.read_text().splitlines(True) if not line.startswith(how + ":")))
+    r = playbook.module(MODULE, {"python": str(venv / "bin" / "python")})
+    assert_clear_failure(r, "broken install of sglang", "%s %s" % (meta, problem),
+                         "pip install --force-reinstall sglang==0.5.6")
+    assert "Traceback" not in (r.get("stderr") or "") and "is it a Python" not in r["msg"]
+
+
+@pytest.mark.parametrize("timeout", [0, -5])
+def test_impossible_timeout(playbook, timeout):
+    assert_clear_failure(playbook.module(MODULE, {"timeout": timeout}),
+                         "timeout must be more than 0 (seconds), not %d" % timeout)

@@ -1,5 +1,7 @@
 """source_search through real ansible-playbook runs on real, unpacked SGLang releases."""
 
+import json
+import os
 import shutil
 from pathlib import Path
 
@@ -80,3 +82,57 @@ def test_cache_hit_and_invalidation(playbook, tmp_path):
     fresh = tmp_path / "cache-check"
     checked = playbook.module(MODULE, dict(args, cache=str(fresh)), check=True)
     assert checked["cached"] is False and not fresh.exists()
+
+
+@pytest.fixture
+def python_as_nobody(tmp_path):
+    """An interpreter path that runs the module as nobody (Ansible pipelines the module on stdin)."""
+    wrapper = tmp_path / "python-as-nobody"
+    wrapper.write_text('#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+@pytest.mark.skipif(shutil.which("rg") is None or os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs ripgrep, root and setpriv (the search runs as nobody)")
+def test_backends_report_what_they_could_not_search_alike(playbook, unreadable_tree, python_as_nobody):
+    args = {"paths": [str(unreadable_tree)], "terms": ["DFLASH", "DDTREE"], "max_filesize": 5000}
+    runs = {backend: playbook.module(MODULE, dict(args, backend=backend), interpreter=python_as_nobody,
+                                     extra_env={"ANSIBLE_PIPELINING": "1"})
+            for backend in ("python", "ripgrep")}
+    for backend, r in runs.items():
+        assert not r.get("failed") and r["backend"] == backend, r.get("msg")
+    fields = ("unreadable", "unreadable_count", "large_skipped", "loops_skipped", "missing_terms", "files")
+    py, rg = ({k: r[k] for k in fields} for r in (runs["python"], runs["ripgrep"]))
+    assert py == rg
+    pkg = str(unreadable_tree / "pkg")
+    assert [(u["path"], u["error"]) for u in py["unreadable"]] == [
+        (pkg + "/dangling.py", "dangling symlink"), (pkg + "/locked.py", "Permission denied"),
+        (pkg + "/secret", "Permission denied"), (pkg + "/sub/locked2.py", "Permission denied")]
+    assert (py["unreadable_count"], py["large_skipped"], py["loops_skipped"], py["missing_terms"]) == (
+        4, 1, 2, ["DDTREE"])
+
+
+def test_cache_entries_of_the_wrong_shape_are_rebuilt(playbook, tmp_path):
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / "a.py").write_text("DFLASH = 1\n")
+    cache = tmp_path / "cache"
+    args = {"paths": [str(tree)], "terms": ["DFLASH"], "cache": str(cache)}
+    cold = playbook.module(MODULE, args)
+    (cache_file,) = cache.glob("*.json")
+    good = json.loads(cache_file.read_text())
+    for bad in ([], {"format": good["format"], "total_hits": 999}, dict(good, files="notalist")):
+        cache_file.write_text(json.dumps(bad))
+        r = playbook.module(MODULE, args)
+        assert not r.get("failed"), (bad, r.get("msg"))
+        assert r["cached"] is False and r["total_hits"] == 1 and r["files"] == cold["files"]
+        # The bad entry was overwritten with a good one.
+        assert dict(json.loads(cache_file.read_text()), elapsed_s=None) == dict(good, elapsed_s=None)
+    assert playbook.module(MODULE, args)["cached"] is True
+
+
+def test_limits_must_be_in_range(playbook, tmp_path):
+    for option in ("max_total_hits", "max_filesize"):
+        r = playbook.module(MODULE, {"paths": [str(tmp_path)], "terms": ["x"], option: -1})
+        assert_clear_failure(r, "%s must be 0 or more, not -1" % option)

@@ -1,5 +1,9 @@
-"""nvidia-smi CSV parsing on recorded outputs, and cgroup -> systemd unit mapping."""
+"""nvidia-smi CSV parsing on recorded outputs, cgroup -> systemd unit mapping, query_gpus end to end."""
 
+import errno
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,7 +12,10 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.nvidia_smi import 
     attach,
     parse_apps,
     parse_gpus,
+    query_gpus,
+    read_cgroup,
     unit_from_cgroup,
+    unit_of,
 )
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia-smi"
@@ -18,6 +25,22 @@ def read(name):
     return (FIX / name).read_text()
 
 
+def proc_files(cgroups):
+    """A cgroup reader over {pid: text}: other PIDs have no /proc entry, as for an exited process."""
+    def reader(pid):
+        if pid not in cgroups:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", "/proc/%d/cgroup" % pid)
+        return cgroups[pid]
+    return reader
+
+
+def gone_pid():
+    """The PID of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
 def test_h100_box_with_training_and_sglang():
     gpus = parse_gpus(read("h100x8.gpus.csv"))
     apps = parse_apps(read("h100x8.apps.csv"))
@@ -25,10 +48,12 @@ def test_h100_box_with_training_and_sglang():
     assert gpus[0] == {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5b3a7e1c-2f4d-4e8a-9c1b-7d6e5f4a3b21",
                        "memory_total_mib": 81559, "memory_used_mib": 72790, "utilization_gpu_pct": 98,
                        "driver_version": "550.90.07"}
-    cgroups = {48211: "0::/system.slice/train-qwen.service\n", 51877: "0::/system.slice/sglang.service\n"}
-    gpus, apps = attach(gpus, apps, cgroups.get)
-    found = [(a["pid"], a["gpu_index"], a["unit"]) for a in apps[:2]]
-    assert found == [(48211, 0, "train-qwen.service"), (48212, 1, None)]
+    cgroups = {48211: "0::/system.slice/train-qwen.service\n", 51877: "0::/system.slice/sglang.service\n",
+               48213: "0::/user.slice\n"}
+    gpus, apps = attach(gpus, apps, proc_files(cgroups))
+    found = [(a["pid"], a["gpu_index"], a["unit"], a["unit_source"]) for a in apps[:3]]
+    assert found == [(48211, 0, "train-qwen.service", "cgroup"), (48212, 1, None, "process gone"),
+                     (48213, 2, None, "no unit")]
     assert apps[4]["process_name"] == "sglang::scheduler_TP0" and apps[4]["unit"] == "sglang.service"
     assert gpus[0]["processes"] == [48211] and gpus[7]["processes"] == []
 
@@ -66,3 +91,57 @@ def test_driver_error_is_not_csv():
 ])
 def test_unit_from_cgroup(text, unit):
     assert unit_from_cgroup(text) == unit
+
+
+def test_unit_source_of_real_processes():
+    # This test process: its cgroup is readable, in a unit or not depending on how the tests run.
+    unit, source = unit_of(os.getpid())
+    assert source == ("cgroup" if unit else "no unit")
+    assert read_cgroup(os.getpid()) == Path("/proc/self/cgroup").read_text()
+    # A process that exited between nvidia-smi's two queries and the read of its cgroup.
+    assert unit_of(gone_pid()) == (None, "process gone")
+
+
+def test_unreadable_cgroup_is_not_a_process_without_unit():
+    def denied(pid):
+        raise PermissionError(errno.EACCES, "Permission denied", "/proc/%d/cgroup" % pid)
+    assert unit_of(1, denied) == (None, "unreadable")
+
+
+@pytest.fixture
+def recorded_smi(tmp_path):
+    """An nvidia-smi that prints the recorded H100 GPUs, and as compute apps a live and a gone PID."""
+    apps = tmp_path / "apps.csv"
+    apps.write_text("%d, python3 train.py, 1000, GPU-5b3a7e1c-2f4d-4e8a-9c1b-7d6e5f4a3b21\n"
+                    "%d, sglang::scheduler, 2000, GPU-unknown\n" % (os.getpid(), gone_pid()))
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!%s\nimport sys\nquery = ' '.join(sys.argv)\n"
+                   "sys.stdout.write(open(%r if '--query-gpu' in query else %r).read())\n"
+                   % (sys.executable, str(FIX / "h100x8.gpus.csv"), str(apps)))
+    smi.chmod(0o755)
+    return smi
+
+
+def test_query_gpus_end_to_end(recorded_smi):
+    r = query_gpus(str(recorded_smi), timeout=30)
+    assert (r["nvidia_smi"], r["nvidia_smi_path"], r["gpu_count"], r["driver_version"]) == (
+        "present", str(recorded_smi), 8, "550.90.07")
+    live, gone = r["processes"]
+    assert (live["pid"], live["gpu_index"], live["used_memory_mib"]) == (os.getpid(), 0, 1000)
+    assert live["unit_source"] in ("cgroup", "no unit")
+    assert (gone["gpu_index"], gone["unit"], gone["unit_source"]) == (None, None, "process gone")
+    assert r["gpus"][0]["processes"] == [os.getpid()]
+    assert r["units"] == ([live["unit"]] if live["unit"] else [])
+
+
+def test_query_gpus_missing_and_failing(tmp_path):
+    r = query_gpus(str(tmp_path / "nvidia-smi"))
+    assert (r["nvidia_smi"], r["gpus"], r["gpu_count"]) == ("missing", [], 0)
+    assert r["error"].startswith("nvidia-smi not found at %s" % (tmp_path / "nvidia-smi"))
+    broken = tmp_path / "broken-smi"
+    broken.write_text("#!/bin/sh\ncat %s\nexit 9\n" % (FIX / "driver-error.txt"))
+    broken.chmod(0o755)
+    r = query_gpus(str(broken))
+    assert r["nvidia_smi"] == "error" and "rc=9" in r["error"] and "couldn't communicate" in r["error"]
+    with pytest.raises(ValueError, match="timeout must be more than 0"):
+        query_gpus(str(broken), timeout=0)

@@ -1,15 +1,23 @@
-"""Pure logic of python_package_info: parsing the probe's answer and classifying the install."""
+"""python_package: parsing the probe's answer, classifying the install, resolve_package on real interpreters."""
 
 import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.python_package import (
     PROBE_MARKER,
     BrokenInstall,
+    PackageInfoError,
     ProbeError,
     classify,
     parse_probe_output,
+    resolve_package,
 )
+from helpers import collections_root, pip_install_localpkg
 
 SP = "/opt/ml-env/lib/python3.11/site-packages"
 
@@ -21,9 +29,11 @@ def raw(**over):
         "spec": {"origin": SP + "/sglang/__init__.py", "locations": [SP + "/sglang"],
                  "real_locations": [SP + "/sglang"], "loader": "SourceFileLoader"},
         "dist": {"name": "sglang", "version": "0.5.23", "path": SP + "/sglang-0.5.23.dist-info",
-                 "direct_url.json": None, "RECORD": True},
+                 "metadata_file": SP + "/sglang-0.5.23.dist-info/METADATA", "metadata_problem": None,
+                 "direct_url.json": None, "RECORD": True, "record_lists_origin": True, "installer": "pip"},
         "markers": {"egg_links": {}, "editable_pth": [], "editable_finders": []},
         "source_version": "0.5.23",
+        "errors": {},
     }
     base.update(over)
     return base
@@ -42,8 +52,34 @@ def test_parse_rejects_non_probe_output(out):
 
 def test_regular():
     r = classify(raw(), "sglang")
-    assert (r["install"], r["version"], r["in_venv"]) == ("regular", "0.5.23", True)
+    assert (r["install"], r["version"], r["in_venv"], r["installed_by"]) == ("regular", "0.5.23", True, "pip")
     assert r["search_roots"] == [SP + "/sglang"]
+    assert r["probe_errors"] == {}
+
+
+def test_pip_directory_on_the_path_is_a_path_install_not_a_checkout():
+    deps = "/srv/deps"
+    spec = {"origin": deps + "/sglang/__init__.py", "locations": [deps + "/sglang"],
+            "real_locations": [deps + "/sglang"], "loader": "SourceFileLoader"}
+    dist = dict(raw()["dist"], path=deps + "/sglang-0.5.23.dist-info")
+    r = classify(raw(spec=spec, dist=dist), "sglang")
+    assert (r["install"], r["installed_by"], r["editable_method"], r["editable_source"]) == ("path", "pip", None, None)
+    assert r["search_roots"] == [deps + "/sglang"]
+    # The same directory, but its dist-info does not list the files: a checkout that pip does not own.
+    r = classify(raw(spec=spec, dist=dict(dist, record_lists_origin=False)), "sglang")
+    assert (r["install"], r["editable_method"], r["installed_by"]) == ("editable", "path entry", None)
+
+
+@pytest.mark.parametrize("problem, needle", [
+    ("is missing", "sglang-0.5.23.dist-info/METADATA is missing"),
+    ("has no Version field", "METADATA has no Version field; reinstall it with "
+                             "'pip install --force-reinstall sglang==0.5.23'"),
+    ("is not valid UTF-8 (...)", "METADATA is not valid UTF-8"),
+])
+def test_broken_metadata_names_the_file(problem, needle):
+    dist = dict(raw()["dist"], metadata_problem=problem, name=None, version=None)
+    with pytest.raises(BrokenInstall, match=re.escape(needle)):
+        classify(raw(dist=dist), "sglang")
 
 
 def test_system_python_is_not_a_venv():
@@ -68,7 +104,9 @@ def test_non_editable_direct_url_is_regular():
 
 def test_symlinked_package_dir_counts_where_it_really_lives():
     spec = dict(raw()["spec"], real_locations=["/srv/checkout/python/sglang"])
-    r = classify(raw(spec=spec), "sglang")
+    # The probe compares real paths: RECORD's sglang/__init__.py is not the checkout's file.
+    dist = dict(raw()["dist"], record_lists_origin=False)
+    r = classify(raw(spec=spec, dist=dist), "sglang")
     assert r["install"] == "editable" and r["search_roots"] == ["/srv/checkout/python/sglang"]
 
 
@@ -84,3 +122,116 @@ def test_namespace():
     spec = {"origin": None, "locations": ["/a/ns", "/b/ns"], "real_locations": ["/a/ns", "/b/ns"], "loader": None}
     r = classify(raw(spec=spec, dist=None, site_dirs=["/a", "/b"]), "ns")
     assert r["install"] == "namespace" and r["search_roots"] == ["/a/ns", "/b/ns"] and r["file"] is None
+
+
+# --- resolve_package against real interpreters ------------------------------------------------------
+
+def site_packages(venv):
+    return next((Path(venv) / "lib").glob("python3*/site-packages")).resolve()
+
+
+def test_resolve_regular_release(venvs):
+    r = resolve_package(str(venvs["0.5.23"] / "bin" / "python"))
+    sp = site_packages(venvs["0.5.23"])
+    assert (r["install"], r["installed_by"], r["version"]) == ("regular", "pip", "0.5.23")
+    assert r["dist_info"] == str(sp / "sglang-0.5.23.dist-info") and r["search_roots"] == [str(sp / "sglang")]
+    assert r["probe_errors"] == {} and r["elapsed_s"] > 0
+
+
+def test_resolve_missing_package(venvs):
+    r = resolve_package(str(venvs["empty"] / "bin" / "python"), environment={"PYTHONPATH": "/nonexistent"})
+    assert (r["install"], r["installed_by"], r["search_roots"]) == ("missing", None, [])
+
+
+def test_resolve_pip_target_directory(venvs, tmp_path):
+    target = tmp_path / "deps"
+    pip_install_localpkg(venvs["empty"], "--target", str(target))
+    r = resolve_package(str(venvs["empty"] / "bin" / "python"), environment={"PYTHONPATH": str(target)})
+    assert (r["install"], r["installed_by"], r["editable_source"]) == ("path", "pip", None)
+    assert r["search_roots"] == [str(target.resolve() / "sglang")]
+
+
+@pytest.mark.parametrize("python, name, timeout, needle", [
+    ("/nonexistent/python3", "sglang", 30, "interpreter /nonexistent/python3 does not exist"),
+    ("/tmp", "sglang", 30, "is not an executable file"),
+    (sys.executable, "sglang.srt", 30, "not a top-level import name"),
+    (sys.executable, "sglang", 0, "timeout must be more than 0 (seconds), not 0"),
+    (sys.executable, "sglang", -5, "timeout must be more than 0 (seconds), not -5"),
+])
+def test_resolve_rejects_bad_arguments(python, name, timeout, needle):
+    with pytest.raises(PackageInfoError, match=re.escape(needle)):
+        resolve_package(python, name, timeout=timeout)
+
+
+def test_resolve_not_a_python_keeps_its_stderr(tmp_path):
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho 'not python' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(PackageInfoError, match="is it a Python interpreter") as info:
+        resolve_package(str(fake))
+    assert info.value.stderr == "not python"
+
+
+@pytest.mark.parametrize("answer, needle", [
+    ({"python": "3.7.16", "errors": {}}, "is Python 3.7.16; the interpreter must be Python 3.8 or newer"),
+    ({"errors": {"probe": "IndexError: list index out of range"}}, "the probe failed in"),
+])
+def test_resolve_answers_it_cannot_use(tmp_path, answer, needle):
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho '%s%s'\n" % (PROBE_MARKER, json.dumps(answer)))
+    fake.chmod(0o755)
+    with pytest.raises(PackageInfoError, match=re.escape(needle)):
+        resolve_package(str(fake))
+
+
+def test_probe_source_is_read_from_a_zip_as_ansiballz_ships_it(tmp_path):
+    """AnsiballZ imports module_utils from a zip: the probe's text must come from there too."""
+    payload = tmp_path / "payload.zip"
+    root = Path(collections_root())
+    with zipfile.ZipFile(payload, "w") as zf:
+        for path in (root / "ansible_collections").rglob("*.py"):
+            zf.write(path, path.relative_to(root).as_posix())
+        # AnsiballZ adds an __init__.py to every package directory (zipimport has no namespace packages).
+        for package in {p.parent for p in (root / "ansible_collections").rglob("*.py")}:
+            for level in [package, *package.parents]:
+                if level == root:
+                    break
+                name = (level / "__init__.py").relative_to(root).as_posix()
+                if name not in zf.namelist():
+                    zf.writestr(name, "")
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from ansible_collections.gpufleet.sglang.plugins.module_utils import python_package as pp\n"
+            "assert pp.package_probe.__file__.startswith(%r), pp.package_probe.__file__\n"
+            "r = pp.resolve_package(sys.executable, 'pytest')\n"
+            "print(pp.probe_source() == pp.package_probe.__loader__.get_source(pp.package_probe.__name__),"
+            " r['install'])\n") % (str(payload), str(payload))
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=False)
+    assert out.stdout.split() == ["True", "regular"], out.stderr
+
+
+def break_metadata(venv, how):
+    meta = site_packages(venv) / "sglang-0.5.6.dist-info" / "METADATA"
+    if how == "missing":
+        meta.unlink()
+    elif how == "latin-1":
+        meta.write_bytes(meta.read_bytes().replace(b"Summary:", b"Summary: caf\xe9", 1))
+    else:  # drop one field
+        meta.write_text("".join(line for line in meta.read_text().splitlines(True)
+                                if not line.startswith(how + ":")))
+    return meta
+
+
+@pytest.mark.parametrize("how, problem", [
+    ("missing", "is missing"),
+    ("Version", "has no Version field"),
+    ("Name", "has no Name field"),
+    ("latin-1", "is not valid UTF-8"),
+])
+def test_broken_metadata_is_named_never_a_traceback(venvs, scratch_copy, how, problem):
+    venv = scratch_copy(venvs["0.5.6"])
+    meta = break_metadata(venv, how)
+    with pytest.raises(PackageInfoError) as info:
+        resolve_package(str(venv / "bin" / "python"))
+    assert "%s %s" % (meta, problem) in str(info.value)
+    assert "pip install --force-reinstall sglang==0.5.6" in str(info.value)
+    assert info.value.stderr is None

@@ -11,6 +11,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy impo
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import split_words
 
+
 @pytest.mark.parametrize("value", [
     "/models/x\nExecStartPre=/bin/rm -rf /",
     "/models/x\rUser=root",

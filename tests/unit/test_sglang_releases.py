@@ -155,7 +155,9 @@ def test_cache_key_follows_the_files_that_define_the_flags(tmp_path):
     assert key != cli_flags.cache_key(argv, {}, package, [str(record)])
     path = result_cache.cache_write(str(tmp_path / "cache"), key, {"flags": [1]})
     assert json.loads(Path(path).read_text())["flags"] == [1]
-    assert result_cache.cache_read(str(tmp_path / "cache"), key)[0]["flags"] == [1]
+    assert result_cache.cache_read(str(tmp_path / "cache"), key, lambda entry: True)[0]["flags"] == [1]
+    # cli_flags serves only entries shaped like its results: [1] is no list of flags.
+    assert result_cache.cache_read(str(tmp_path / "cache"), key, cli_flags.valid_cached_result)[0] is None
 
 
 def test_supported_algorithms_adds_implementations_only_for_open_registries():

@@ -1,5 +1,6 @@
 """The source_search engine: match rules, robustness, and ripgrep/Python giving identical hits."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,7 +11,11 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search impo
     FileFilter,
     LineMatcher,
     SearchError,
+    Stats,
+    rg_unreadable_files,
+    run_search,
     search,
+    walk_files,
 )
 from helpers import collections_root
 
@@ -167,3 +172,123 @@ def test_memory_stays_bounded_on_100k_files(tmp_path):
     assert (scanned, with_hits) == (100000, 200)
     # Only directories (100) are remembered. Keeping the 100k paths would cost about 11 MiB here.
     assert grown_kib < 3 * 1024, "memory grew by %d KiB over 100k files" % grown_kib
+
+
+@needs_rg
+def test_backends_count_skipped_files_alike(messy_tree):
+    """Files over max_filesize, symlink loops and dangling links: counted and listed by both backends."""
+    matcher = LineMatcher(["DFLASH"], [])
+    file_filter = FileFilter(["*.py"], ["tests"])
+    py = search([str(messy_tree)], matcher, file_filter, **OPTIONS)
+    rg = search([str(messy_tree)], matcher, file_filter, backend="ripgrep", rg=RG, **OPTIONS)
+    assert skipped(py) == skipped(rg)
+    assert (py["large_skipped"], py["loops_skipped"], py["unreadable_count"]) == (1, 1, 1)
+
+
+def skipped(result):
+    return {k: result[k] for k in ("unreadable", "unreadable_count", "large_skipped", "loops_skipped",
+                                   "missing_terms")}
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+needs_setpriv = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                                   reason="needs root and setpriv to search as another user")
+
+
+def search_as_nobody(root, backend):
+    code = (
+        "import json, sys; sys.path.insert(0, %r)\n"
+        "from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import *\n"
+        "r = search([%r], LineMatcher(['DFLASH', 'DDTREE'], []), FileFilter(['*.py'], []), backend=%r, rg=%r,"
+        " max_filesize=5000)\n"
+        "print(json.dumps(r))\n"
+    ) % (str(collections_root()), str(root), backend, RG)
+    out = subprocess.run(NOBODY + ["/usr/bin/python3", "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@needs_rg
+@needs_setpriv
+def test_backends_list_the_same_unreadable_paths(unreadable_tree):
+    py = search_as_nobody(unreadable_tree, "python")
+    rg = search_as_nobody(unreadable_tree, "ripgrep")
+    assert (py["backend"], rg["backend"]) == ("python", "ripgrep")
+    assert skipped(py) == skipped(rg)
+    pkg = str(unreadable_tree / "pkg")
+    assert py["unreadable"] == [
+        {"path": pkg + "/dangling.py", "error": "dangling symlink"},
+        {"path": pkg + "/locked.py", "error": "Permission denied"},
+        {"path": pkg + "/secret", "error": "Permission denied"},
+        {"path": pkg + "/sub/locked2.py", "error": "Permission denied"},
+    ]
+    assert (py["unreadable_count"], py["large_skipped"], py["loops_skipped"]) == (4, 1, 2)
+    assert [f["path"] for f in py["files"]] == [f["path"] for f in rg["files"]] == [pkg + "/a.py"]
+
+
+def test_ripgrep_error_lines_in_both_forms(unreadable_tree):
+    """ripgrep 13 prints `PATH: error (os error N)`, later releases `rg: PATH: ...`; loops are no error."""
+    pkg = unreadable_tree / "pkg"
+    stats = Stats()
+    list(walk_files([str(unreadable_tree)], FileFilter(["*.py"], []), stats))
+    stderr = "\n".join([
+        "%s/locked.py: Permission denied (os error 13)" % pkg,
+        "rg: %s/sub/locked2.py: Permission denied (os error 13)" % pkg,
+        "rg: %s/zlink/locked2.py: Permission denied (os error 13)" % pkg,  # the walk reads sub/, not zlink/
+        "%s/secret: Permission denied (os error 13)" % pkg,  # a directory: the walk reports those
+        "%s/dangling.py: No such file or directory (os error 2)" % pkg,
+        "File system loop found: %s/sub/loop points to an ancestor %s" % (pkg, pkg),
+    ])
+    assert rg_unreadable_files(stderr, [str(unreadable_tree)], stats) == [
+        ("%s/locked.py" % pkg, "Permission denied"), ("%s/sub/locked2.py" % pkg, "Permission denied")]
+
+
+def search_params(roots, **over):
+    base = dict(paths=[str(r) for r in roots], terms=["DFLASH"], patterns=[], match="identifier",
+                case_sensitive=False, include=["*.py"], exclude=["__pycache__"], context=0, definitions=False,
+                max_files=0, max_hits_per_file=0, max_total_hits=0, max_filesize=0, backend="python", rg_path=None,
+                cache=None)
+    base.update(over)
+    return base
+
+
+def test_run_search_cache_and_a_bad_entry(tmp_path):
+    tree = tmp_path / "src"
+    tree.mkdir()
+    (tree / "a.py").write_text("DFLASH = 1\n")
+    cache = tmp_path / "cache"
+    p = search_params([tree], cache=str(cache))
+    cold = run_search(p, check_mode=False)
+    assert (cold["cached"], cold["total_hits"], cold["loops_skipped"]) == (False, 1, 0)
+    assert run_search(p, check_mode=False)["cached"] is True
+    (entry_file,) = cache.glob("*.json")
+    entry = json.loads(entry_file.read_text())
+    entry_file.write_text(json.dumps(dict(entry, total_hits="999")))
+    assert run_search(p, check_mode=False)["cached"] is False
+    assert json.loads(entry_file.read_text())["total_hits"] == 1
+    (tree / "b.py").write_text("DFLASH = 2\n")
+    assert run_search(dict(p, cache=str(tmp_path / "fresh")), check_mode=True)["total_hits"] == 2
+    assert not (tmp_path / "fresh").exists()
+
+
+@needs_rg
+def test_run_search_falls_back_when_ripgrep_rejects_a_pattern(tmp_path):
+    (tmp_path / "a.py").write_text("DFLASH = 1\n")
+    p = search_params([tmp_path], terms=[], patterns=[r"DFLASH(?= = 1)"], backend="auto", rg_path=RG)
+    r = run_search(p, check_mode=False)
+    assert r["backend"] == "python" and "ripgrep rejected a pattern" in r["backend_note"] and r["total_hits"] == 1
+    with pytest.raises(SearchError, match="regex parse error"):
+        run_search(dict(p, backend="ripgrep"), check_mode=False)
+
+
+@pytest.mark.parametrize("over, needle", [
+    (dict(paths=["/nonexistent"]), "search path(s) /nonexistent do not exist"),
+    (dict(paths=[]), "search path(s) (none) do not exist"),
+    (dict(context=-1), "context must be 0 or more, not -1"),
+    (dict(max_filesize=-1), "max_filesize must be 0 or more, not -1"),
+    (dict(terms=[]), "give at least one of terms or patterns"),
+    (dict(backend="ripgrep", rg_path="/nonexistent/rg"), "backend=ripgrep but rg is not installed"),
+])
+def test_run_search_bad_params(tmp_path, over, needle):
+    with pytest.raises(SearchError) as info:
+        run_search(search_params([tmp_path], **over), check_mode=False)
+    assert needle in str(info.value)

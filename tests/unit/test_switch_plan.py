@@ -92,7 +92,8 @@ def test_shell_wrapper_keeps_everything_around_the_server_command():
     prefix, words = split_exec_start(rendered)
     script = words[2].value
     assert script.startswith("source /etc/profile.d/ml.sh && cd /srv && exec /root/ml-env/bin/python3 -m "
-                             "sglang.launch_server --model-path \"/models/Q 1\" --served-model-name $NAME --speculative-algorithm DFLASH")
+                             "sglang.launch_server --model-path \"/models/Q 1\" --served-model-name $NAME "
+                             "--speculative-algorithm DFLASH")
     assert "'/models/it'\"'\"'s here'" in script  # shell-quoted, as the shell will read it
     assert script.endswith(" >>/var/log/sglang.log 2>&1") and "NEXTN" not in script
 

@@ -96,7 +96,8 @@ def test_gpu_held_by_a_unit_not_to_be_stopped_is_refused_before_any_change(host,
         run = rollout("-e", "sglang_dflash_draft_window_size=1024")
         assert run.returncode != 0
         assert "GPUs are held by processes the deployment would not stop: GPU 1 pid" in run.output
-        assert "rogue-job.service, 5000 MiB" in run.output and "add their units to sglang_dflash_stop_units" in run.output
+        assert "rogue-job.service, 5000 MiB" in run.output
+        assert "add their units to sglang_dflash_stop_units" in run.output
         assert state(host) == before
     finally:
         host.run("systemctl stop rogue-job.service")
@@ -106,8 +107,9 @@ def test_gpus_still_held_after_stopping_puts_everything_back(host, training_runn
     """A unit in stop_units whose process survives the stop (KillMode=none): refused after the wait,
     the stopped units are started again and no file changed."""
     host.check_output(
-        "printf '[Service]\\nExecStart=/usr/bin/python3 -c \"import time; time.sleep(600)\" gpufleet-holds-gpu=2:7000\\n"
-        "KillMode=none\\n' > /etc/systemd/system/stubborn-train.service && systemctl daemon-reload && "
+        "printf '[Service]\\nExecStart=/usr/bin/python3 -c \"import time; time.sleep(600)\" "
+        "gpufleet-holds-gpu=2:7000\\nKillMode=none\\n' > /etc/systemd/system/stubborn-train.service && "
+        "systemctl daemon-reload && "
         "systemctl start stubborn-train.service")
     try:
         before = state(host)
