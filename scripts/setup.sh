@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(python3-venv podman runc fuse-overlayfs slirp4netns uidmap debootstrap iproute2 rsync git curl ripgrep)
+debs=(python3-venv podman runc fuse-overlayfs slirp4netns uidmap debootstrap iproute2 rsync git curl ripgrep openssh-client chromium)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

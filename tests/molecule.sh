@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 export CONTAINERS_CONF="$PWD/tests/containers/containers.conf"
 tests/containers/build-node-image.sh
+# The fleet scenario reaches its nodes over SSH with the lab's key (mounted into each container).
+GPUFLEET_LAB_SSH_DIR=$(tests/containers/lab-ssh-key.sh)
+export GPUFLEET_LAB_SSH_DIR
 export ANSIBLE_COLLECTIONS_PATH
 ANSIBLE_COLLECTIONS_PATH=$(scripts/install-collection.sh "$PWD/tests/output/collections")
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 PY_COLORS=0

@@ -37,14 +37,38 @@ def sglang_redact(lines, secrets):
     return server_probe.redact(list(lines or []), list(secrets or []))
 
 
+def sglang_rollout_stopped(hostvars, hosts, max_fail_percentage=0):
+    """Why the rollout must not start another batch ('' to go on): an earlier batch in which more
+    than max_fail_percentage of the hosts did not end with a result (failed, refused, unreachable)."""
+    batches = []
+    for host in hosts:
+        batch = hostvars[host].get("sglang_dflash_batch")
+        if batch and list(batch) not in batches:
+            batches.append(list(batch))
+    for number, batch in enumerate(batches, 1):
+        failed = [h for h in batch if not hostvars[h].get("sglang_dflash_result")]
+        if failed and len(failed) * 100.0 / len(batch) > float(max_fail_percentage or 0):
+            return ("the rollout stopped after batch %d (%s): %d of %d host(s) failed (%s), more than "
+                    "sglang_dflash_max_fail_percentage=%s%%" % (number, ", ".join(batch), len(failed), len(batch),
+                                                                 ", ".join(failed), max_fail_percentage))
+    return ""
+
+
 def sglang_rollout_summary(hostvars, hosts):
-    """Lines per host after a rollout: unit, mode, release, health, and the argument changes."""
+    """Lines per host after a rollout: its state; for a switched host the unit, mode, release, health
+    and the argument changes."""
     lines = []
-    for host in sorted(hosts):
-        r = hostvars[host].get("sglang_dflash_result")
+    for host in hosts:
+        hv = hostvars[host]
+        r = hv.get("sglang_dflash_result")
         if not r:
-            lines.append("%s: not deployed (refused, failed and rolled back, or not reached; see its error above)"
-                         % host)
+            outcome = hv.get("sglang_dflash_outcome") or {}
+            if outcome.get("state") == "failed":
+                lines.append("%s: FAILED: %s" % (host, outcome.get("reason", "")[:400]))
+            elif outcome.get("state") == "not started":
+                lines.append("%s: not started, left as it was: %s" % (host, outcome.get("reason")))
+            else:
+                lines.append("%s: not reached (unreachable, or the play ended before it)" % host)
             continue
         healthy = "healthy=%s" % r["healthy"]
         if r.get("time_to_healthy_s") is not None:
@@ -91,5 +115,6 @@ class FilterModule(object):
             "sglang_server_info_diff": sglang_server_info_diff,
             "sglang_redact": sglang_redact,
             "sglang_fleet_rows": sglang_fleet_rows,
+            "sglang_rollout_stopped": sglang_rollout_stopped,
             "sglang_rollout_summary": sglang_rollout_summary,
         }

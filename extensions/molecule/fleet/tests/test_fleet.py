@@ -1,56 +1,80 @@
-"""Rolling over three releases: old and new flag names, and a clean stop on the release without DFlash."""
+"""A rolling rollout over sixteen SSH hosts in batches of four: batch 1 switched (each release with
+its own flag names), batch 2 has a refused host and a rolled-back one, so batches 3 and 4 are
+never started; the summary names every host's state."""
 
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 
-from checks import exec_start, health_status, release_flags, server_info, written_flags  # noqa: E402
+from checks import DROPIN, exec_start, health_status, release_flags, server_info, written_flags  # noqa: E402
 
-testinfra_hosts = ["podman://fleet-a-0523", "podman://fleet-b-0511", "podman://fleet-b2-ddtree",
-                   "podman://fleet-c-056"]
+SWITCHED = ["fleet-a-0523", "fleet-b-0511", "fleet-b2-ddtree", "fleet-d-0523", "fleet-f-0523", "fleet-g-0523"]
+UNTOUCHED = ["fleet-%s-0523" % c for c in "hijklmno"]
+testinfra_hosts = ["podman://" + h for h in SWITCHED + ["fleet-c-056", "fleet-e-crash"] + UNTOUCHED]
+OUR_DROPIN = "/etc/systemd/system/sglang.service.d/" + DROPIN
 
 
 def name(host):
     return host.backend.get_hostname()
 
 
-def test_each_node_runs_what_it_should(host):
+def rollout_output():
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "rollout-output.txt")) as handle:
+        return handle.read()
+
+
+def test_every_node_runs_what_its_batch_decided(host):
+    node = name(host)
+    assert host.service("sglang").is_running and health_status(host) == "200"
+    assert not host.file("/var/lib/gpufleet-sglang/sglang.service").exists  # no previous-state copy left
+    info = server_info(host)
+    if node in SWITCHED:
+        assert host.file(OUR_DROPIN).exists and not host.service("train-qwen").is_running
+        assert info["speculative_algorithm"] == ("DDTREE" if node == "fleet-b2-ddtree" else "DFLASH")
+        return
+    # Refused (0.5.6), rolled back (crashing drafter) or never started: as before the rollout,
+    # with the training job running.
+    assert not host.file(OUR_DROPIN).exists
+    assert not any(f.startswith("--speculative") for f in written_flags(host))
+    assert info["speculative_algorithm"] is None
+    assert host.service("train-qwen").is_running and host.service("train-qwen").is_enabled
+
+
+@pytest.mark.testinfra_hosts("podman://fleet-a-0523", "podman://fleet-b-0511", "podman://fleet-b2-ddtree")
+def test_each_release_got_its_own_flag_names(host):
     node = name(host)
     flags = written_flags(host)
-    assert host.service("sglang").is_running and health_status(host) == "200"
-    if node == "fleet-c-056":
-        # The rollout stopped here before any change: old unit, training still on the GPU.
-        assert not any(f.startswith("--speculative") for f in flags)
-        assert host.service("train-qwen").is_running
-        assert server_info(host)["speculative_algorithm"] is None
-        assert host.check_output("ls /etc/systemd/system | grep -c 'sglang.service.*~$' || true") == "0"
-        return
     info = server_info(host)
-    assert not host.service("train-qwen").is_running
-    if node == "fleet-b2-ddtree":
-        # The patched checkout: DDTREE, from the interpreter of its own venv.
-        assert info["speculative_algorithm"] == "DDTREE"
-        assert exec_start(host)[0] == "/opt/sglang-ddtree/bin/python3"
-        assert "--speculative-draft-window-size" in flags
-        return
-    assert info["speculative_algorithm"] == "DFLASH"
-    if node == "fleet-a-0523":
-        assert "--speculative-draft-window-size" in flags
-        assert "--speculative-dflash-draft-window-size" not in flags
-        assert int(info["speculative_draft_window_size"]) == 2048
-    else:
-        # 0.5.11 named the window flag differently; the role wrote that name.
-        assert "--speculative-dflash-draft-window-size" in flags
-        assert "--speculative-draft-window-size" not in flags
+    if node == "fleet-b-0511":
+        # 0.5.11 named the window flag differently; the switch wrote that name.
+        assert "--speculative-dflash-draft-window-size" in flags and "--speculative-draft-window-size" not in flags
         assert int(info["speculative_dflash_draft_window_size"]) == 2048
-
-
-def test_written_flags_exist_in_each_release(host):
-    node = name(host)
-    python = exec_start(host)[0]
+    else:
+        assert "--speculative-draft-window-size" in flags and "--speculative-dflash-draft-window-size" not in flags
+        assert int(info["speculative_draft_window_size"]) == 2048
+    if node == "fleet-b2-ddtree":
+        assert exec_start(host)[0] == "/opt/sglang-ddtree/bin/python3"
     if node == "fleet-a-0523":
-        # Only 0.5.23's --help runs on a CPU node; its flags are checked against that.
-        assert set(written_flags(host)) <= release_flags(host, python)
-    # Everywhere: the server parsed the unit's flags with the release's parser (exit 2 otherwise).
-    assert health_status(host) == "200"
+        # Only 0.5.23's --help runs on a CPU node; its written flags are checked against that.
+        assert set(flags) <= release_flags(host, exec_start(host)[0])
+
+
+def test_the_crashed_host_was_rolled_back_and_said_why():
+    output = rollout_output()
+    line = next(x for x in output.splitlines() if "host fleet-e-crash, unit sglang.service: the switch" in x)
+    assert "crash loop" in line and "the previous service is back and healthy" in line
+    assert "checksum mismatch in model.safetensors" in line and "Units started again: train-qwen.service" in line
+
+
+def test_the_summary_names_every_hosts_state():
+    output = rollout_output()
+    for node in SWITCHED:
+        assert "%s: sglang.service (switch) sglang" % node in output
+    assert "fleet-c-056: FAILED: host fleet-c-056, unit sglang.service: cannot deploy DFLASH" in output
+    assert "fleet-e-crash: FAILED: host fleet-e-crash, unit sglang.service: the switch to DFLASH failed" in output
+    for node in UNTOUCHED:
+        assert "%s: not started, left as it was: the rollout stopped after batch 2" % node in output
+    assert "2 of 4 host(s) failed (fleet-c-056, fleet-e-crash)" in output

@@ -8,7 +8,9 @@ def test_fleet_report_has_the_right_facts_for_each_host():
     report_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fleet-report")
     with open(os.path.join(report_dir, "fleet-report.json")) as handle:
         rows = {r["host"]: r for r in json.load(handle)["hosts"]}
-    assert set(rows) == {"fleet-a-0523", "fleet-b-0511", "fleet-b2-ddtree", "fleet-c-056", "fleet-d-offline"}
+    nodes = ["fleet-a-0523", "fleet-b-0511", "fleet-b2-ddtree", "fleet-c-056", "fleet-e-crash"] + [
+        "fleet-%s-0523" % c for c in "dfghijklmno"]
+    assert set(rows) == set(nodes) | {"fleet-zz-offline"}
     a, b, c = rows["fleet-a-0523"], rows["fleet-b-0511"], rows["fleet-c-056"]
     assert a["status"] == "ready" and a["facts"]["package"]["version"] == "0.5.23"
     assert a["facts"]["python"] == "/opt/sglang-0.5.23/bin/python3"
@@ -34,7 +36,7 @@ def test_fleet_report_has_the_right_facts_for_each_host():
     assert any("DFLASH is not supported" in reason for reason in c["reasons"])
     # The training job still holds GPU 0 on the node the rollout never changed, and its unit is named.
     assert [p["unit"] for p in c["facts"]["gpus"]["processes"]] == ["train-qwen.service"]
-    assert rows["fleet-d-offline"]["status"] in ("unreachable", "failed")
+    assert rows["fleet-zz-offline"]["status"] in ("unreachable", "failed")
     with open(os.path.join(report_dir, "fleet-report.html")) as handle:
         html = handle.read()
-    assert html.count('<tr class="') == 5 and "fleet-c-056" in html and "DFLASH is not supported" in html
+    assert html.count('<tr class="') == 17 and "fleet-c-056" in html and "DFLASH is not supported" in html

@@ -1,0 +1,98 @@
+"""The HTML fleet report at fleet size, as a person sees it: rendered by Ansible from the playbook's own
+template for 40 hosts, opened in headless Chromium (Debian's package), with a screenshot kept in
+tests/output/fleet-report-40.png."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO / "playbooks" / "templates" / "fleet-report.html.j2"
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/setup.sh installs it)")
+
+
+def row(i):
+    status = ["ready", "ready", "blocked", "ready", "unreachable"][i % 5]
+    if status == "unreachable":
+        return {"host": "gpu-%02d" % i, "status": status, "reasons": ["no facts: the host was unreachable"],
+                "facts": None, "flag_names": {}, "changes": None, "algorithm": "DFLASH"}
+    version = "0.5.6" if status == "blocked" else ("0.5.11" if i % 3 == 0 else "0.5.23")
+    gpu = "NVIDIA H200" if i % 2 else "NVIDIA L40S"
+    return {
+        "host": "gpu-%02d" % i, "status": status, "algorithm": "DFLASH", "mode": "switch",
+        "reasons": ["speculative algorithm DFLASH is not supported by this release"] if status == "blocked" else [],
+        "flag_names": {"algorithm": "--speculative-algorithm"},
+        "changes": {"kept": ["--model-path /models/Qwen3.6-27B"], "removed": ["--speculative-algorithm NEXTN"],
+                    "added": ["--speculative-algorithm DFLASH"], "overridden": []},
+        "facts": {"python": "/opt/ml-env/bin/python3", "algorithms": ["DFLASH", "NEXTN"],
+                  "package": {"version": version, "install": "regular", "location": "/opt/ml-env/sglang"},
+                  "gpus": {"nvidia_smi": "present", "gpus": [{"index": 0, "name": gpu, "memory_used_mib": 1,
+                                                              "memory_total_mib": 143771}], "processes": []}},
+    }
+
+
+@pytest.fixture(scope="module")
+def report(ansible_env, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    rows = [row(i) for i in range(40)]
+    (tmp / "rows.json").write_text(json.dumps({"sglang_fleet_rows": rows}))
+    play = [{"hosts": "localhost", "gather_facts": False, "tasks": [{
+        "name": "Render the report", "ansible.builtin.template": {
+            "src": str(TEMPLATE), "dest": str(tmp / "fleet-report.html"), "mode": "0644"}}]}]
+    (tmp / "play.yml").write_text(json.dumps(play))
+    run = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", "@%s" % (tmp / "rows.json"),
+                          "-e", "ansible_python_interpreter=%s" % sys.executable, str(tmp / "play.yml")],
+                         env=ansible_env, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return tmp / "fleet-report.html"
+
+
+def chromium(*args):
+    profile = Path(subprocess.run(["mktemp", "-d"], capture_output=True, text=True, check=True).stdout.strip())
+    try:
+        return subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--user-data-dir=%s" % profile] + list(args),
+            capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def visible_rows(dom):
+    body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return re.findall(r'<tr class="(\w+)" data-status="\w+"(?! hidden)>\s*<td><strong>([\w-]+)', body)
+
+
+def test_self_contained_summary_on_top(report):
+    html = report.read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing loaded from the network
+    dom = chromium("--dump-dom", report.as_uri()).stdout
+    assert "24 of 40 hosts can take the deployment." in dom
+    assert re.search(r'id="count-ready">24<.*id="count-blocked">8<.*id="count-unreachable">8<', dom, re.S)
+    assert "0.5.23: 15" in dom and "0.5.11: 9" in dom and "0.5.6: 8" in dom
+    assert "NVIDIA H200: 16" in dom and "NVIDIA L40S: 16" in dom
+    assert len(visible_rows(dom)) == 40
+
+
+def test_status_filter_and_sort_run_in_the_browser(report):
+    dom = chromium("--dump-dom", report.as_uri() + "#status=blocked&sort=0").stdout
+    shown = visible_rows(dom)
+    assert {status for status, _host in shown} == {"blocked"} and len(shown) == 8
+    assert "8 shown" in dom
+    hosts = [host for _s, host in re.findall(r'<tr class="(\w+)" data-status="\w+"[^>]*>\s*<td><strong>([\w-]+)', dom)]
+    assert hosts == sorted(hosts) and len(hosts) == 40  # sorted by host, hidden rows included
+
+
+def test_screenshot_a_person_can_read(report):
+    out = REPO / "tests" / "output"
+    out.mkdir(parents=True, exist_ok=True)
+    png = out / "fleet-report-40.png"
+    run = chromium("--screenshot=%s" % png, "--window-size=1600,2400", report.as_uri())
+    assert png.exists() and png.stat().st_size > 20000, run.stderr[-2000:]
