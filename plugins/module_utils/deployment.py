@@ -136,7 +136,8 @@ def _drafter_problems(facts, settings):
                 % settings.get("draft_model_path")]
     if drafter.get("error"):
         return [drafter["error"]]
-    problems, _block = drafter_problems(drafter.get("config"), settings.get("block_size"))
+    target = facts.get("model") or {}
+    problems, _block = drafter_problems(drafter.get("config"), settings.get("block_size"), target.get("config"))
     return ["%s: %s" % (path, p) for p in problems]
 
 

@@ -115,6 +115,17 @@ def entry_point(package, python):
     return result
 
 
+def command_model_path(command):
+    """The target model directory the running command names (--model-path / --model), if a path."""
+    values = [value for value, _raw in command.get("args") or []]
+    found = None
+    for i, value in enumerate(values):
+        option, eq, inline = value.partition("=")
+        if option in ("--model-path", "--model"):
+            found = inline if eq else (values[i + 1] if i + 1 < len(values) else None)
+    return found if found and found.startswith("/") else None
+
+
 def unit_states(names):
     """{unit: {exists, active_state, unit_file_state}} of the units to stop."""
     states = {}
@@ -166,7 +177,7 @@ def gather(params, check_mode):
         try:
             facts["package"] = python_package.resolve_package(python, "sglang", environment, params["timeout"])
         except python_package.PackageInfoError as exc:
-            problems.append("interpreter %s: %s" % (python, exc))
+            problems.append("%s (the interpreter came from %s)" % (exc, facts["python_from"]))
     package = facts["package"] or {}
     if facts["package"] and package.get("install") == "missing":
         problems.append("sglang is not installed for %s; set sglang_dflash_python to the interpreter that has it"
@@ -212,8 +223,9 @@ def gather(params, check_mode):
 
     facts["gpus"] = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"])
 
-    for key in ("model_path", "draft_model_path"):
-        path = params.get(key)
+    paths = {"model_path": params.get("model_path") or command_model_path(command),
+             "draft_model_path": params.get("draft_model_path")}
+    for key, path in paths.items():
         if path:
             entry = read_json_file(os.path.join(path, "config.json"))
             entry["dir_exists"] = os.path.isdir(path)

@@ -66,11 +66,29 @@ def environment_line(key, value):
     return '%s="%s"' % (key, value.replace("\\", "\\\\").replace('"', '\\"'))
 
 
-def drafter_problems(config, requested_block_size):
+DRAFTER_ARCHITECTURES = ("DFlashDraftModel", "DFlash2DraftModel")
+
+
+def _is_int(value, low):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def target_layers(target_config):
+    """num_hidden_layers of a target model's config.json (text_config first), or None."""
+    if not isinstance(target_config, dict):
+        return None
+    text = target_config.get("text_config") if isinstance(target_config.get("text_config"), dict) else {}
+    layers = text.get("num_hidden_layers", target_config.get("num_hidden_layers"))
+    return layers if _is_int(layers, 1) else None
+
+
+def drafter_problems(config, requested_block_size, target_config=None):
     """Check a DFlash drafter's config.json the way SGLang's parse_dflash_draft_config reads it.
 
     Keys come from config["dflash_config"] first, then the top level (num_hidden_layers from
-    text_config when present). Returns (problems, drafter_block_size).
+    text_config when present): both z-lab schemas (block_size at the top level, or moved into
+    dflash_config). With the target's config.json, the layers the drafter reads must exist there.
+    Returns (problems, drafter_block_size).
     """
     if not isinstance(config, dict):
         return ["config.json is not a JSON object"], None
@@ -84,6 +102,10 @@ def drafter_problems(config, requested_block_size):
         return config.get(key)
 
     problems = []
+    architectures = config.get("architectures")
+    if not isinstance(architectures, list) or not any(a in DRAFTER_ARCHITECTURES for a in architectures):
+        problems.append("architectures %r is not a DFlash drafter (%s)"
+                        % (architectures, " or ".join(DRAFTER_ARCHITECTURES)))
     block = get("block_size")
     if block is None:
         problems.append("config.json has no block_size (in dflash_config or at the top level)")
@@ -103,6 +125,15 @@ def drafter_problems(config, requested_block_size):
     for first, second in (("conv_kernel_size", "conv_group_size"), ("selector_rank", "selector_top_k")):
         if (get(first) is None) != (get(second) is None):
             problems.append("%s and %s must be set together" % (first, second))
+    layers_of_target = target_layers(target_config)
+    if layers_of_target and isinstance(ids, list) and ids and all(_is_int(i, 0) for i in ids) \
+            and max(ids) >= layers_of_target:
+        problems.append("target_layer_ids reach layer %d but the target model has %d layers (num_hidden_layers): "
+                        "this drafter was made for another target" % (max(ids), layers_of_target))
+    num_target = get("num_target_layers")
+    if layers_of_target and _is_int(num_target, 1) and num_target != layers_of_target:
+        problems.append("num_target_layers is %d but the target model has %d layers: this drafter was made for "
+                        "another target" % (num_target, layers_of_target))
     if block is not None and requested_block_size is not None and int(requested_block_size) != block:
         problems.append("the drafter was trained with block_size %d but %s was requested"
                         % (block, requested_block_size))

@@ -48,7 +48,9 @@ options:
     description: Path of a unit file this collection writes for a new service; its content is returned.
     type: path
   model_path:
-    description: Target model directory; its C(config.json) is read.
+    description:
+      - Target model directory; its C(config.json) is read.
+      - By default the directory the unit's command names with C(--model-path).
     type: path
   draft_model_path:
     description: Drafter directory; its C(config.json) is read.
@@ -67,9 +69,13 @@ options:
     elements: str
     default: [DFLASH, DDTREE]
   flags_method:
-    description: How the release's flags are read; see M(gpufleet.sglang.cli_flags).
+    description:
+      - How the release's flags are read; see the O(gpufleet.sglang.cli_flags#module:method) option of
+        M(gpufleet.sglang.cli_flags).
+      - C(auto) reads the source and runs C(--help) only where the source cannot be read (a fraction of a
+        second per host; C(--help) took about 20 s on a GPU host); C(cross_check) runs both and compares.
     type: str
-    choices: [auto, help, source]
+    choices: [auto, cross_check, help, source]
     default: auto
   cache:
     description: On-host cache directory for the flags and the source search (nothing is written in check mode).
@@ -172,7 +178,7 @@ gpus:
   type: dict
 model:
   description: The target's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
-  returned: when O(model_path) is set
+  returned: when O(model_path) is set or the unit's command names a model directory
   type: dict
 draft_model:
   description: The drafter's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
@@ -225,7 +231,7 @@ def main():
             user=dict(type="str"),
             related_units=dict(type="list", elements="str", default=[]),
             search_terms=dict(type="list", elements="str", default=["DFLASH", "DDTREE"]),
-            flags_method=dict(type="str", default="auto", choices=["auto", "help", "source"]),
+            flags_method=dict(type="str", default="auto", choices=["auto", "cross_check", "help", "source"]),
             cache=dict(type="path"),
             timeout=dict(type="int", default=30),
             help_timeout=dict(type="int", default=120),

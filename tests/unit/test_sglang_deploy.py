@@ -60,13 +60,14 @@ def test_drafter_checks():
     assert drafter_problems(DRAFTER, None) == ([], 16)
     problems, block = drafter_problems(DRAFTER, 8)
     assert problems == ["the drafter was trained with block_size 16 but 8 was requested"] and block == 16
-    top_level = {"num_hidden_layers": 0, "block_size": 16, "target_layer_ids": [], "conv_kernel_size": 3}
+    top_level = {"architectures": ["DFlash2DraftModel"], "num_hidden_layers": 0, "block_size": 16,
+                 "target_layer_ids": [], "conv_kernel_size": 3}
     problems = drafter_problems(top_level, 16)[0]
     assert "num_hidden_layers 0 is not an integer >= 1" in problems
     assert "target_layer_ids [] is not a non-empty list of integers >= 0" in problems
     assert "conv_kernel_size and conv_group_size must be set together" in problems
-    assert drafter_problems({"text_config": {"num_hidden_layers": 2}}, 16)[0] == [
-        "config.json has no block_size (in dflash_config or at the top level)"]
+    assert drafter_problems({"architectures": ["DFlashDraftModel"], "text_config": {"num_hidden_layers": 2}},
+                            16)[0] == ["config.json has no block_size (in dflash_config or at the top level)"]
     assert drafter_problems([], 16)[0] == ["config.json is not a JSON object"]
 
 

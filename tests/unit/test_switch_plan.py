@@ -237,7 +237,8 @@ def facts_for(line, version="0.5.23", **extra):
                                     "exists": False, "content": None}},
         "flags": {"list": flags(version)},
         "draft_model": {"path": "/d/config.json", "dir_exists": True,
-                        "config": {"num_hidden_layers": 5, "dflash_config": {"block_size": 16}}},
+                        "config": {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5,
+                                   "dflash_config": {"block_size": 16}}},
         "gpus": {"nvidia_smi": "present", "processes": [
             {"pid": 7, "gpu_index": 0, "process_name": "python3", "unit": "train-qwen.service",
              "used_memory_mib": 30000}]},
@@ -342,3 +343,30 @@ def test_a_new_unit_uses_the_entry_point_the_release_recommends():
     facts["entry_point"] = {"recommended": "python -m sglang.launch_server", "console_script": None}
     assert deployment_plan(facts, settings)["exec_start"].startswith(
         "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /models/M")
+
+
+@pytest.mark.parametrize("drafter, target, message", [
+    ({"architectures": ["LlamaForCausalLM"]}, None, "architectures ['LlamaForCausalLM'] is not a DFlash drafter"),
+    ({"dflash_config": {"target_layer_ids": [1, 20, 40]}}, {"text_config": {"num_hidden_layers": 36}},
+     "target_layer_ids reach layer 40 but the target model has 36 layers"),
+    ({"num_target_layers": 64}, {"num_hidden_layers": 48}, "num_target_layers is 64 but the target model has 48"),
+])
+def test_drafter_preflight_against_the_target(drafter, target, message):
+    config = {"architectures": ["DFlash2DraftModel"], "num_hidden_layers": 5, "block_size": 16}
+    config.update(drafter)
+    facts = facts_for(NEXTN, model={"path": "/m/config.json", "dir_exists": True, "config": target},
+                      draft_model={"path": "/d/config.json", "dir_exists": True, "config": config})
+    errors = deployment_plan(facts, SETTINGS)["errors"]
+    assert any(e.startswith("/d/config.json: ") and message in e for e in errors), errors
+
+
+def test_drafter_schemas_old_and_new_pass():
+    old = {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5, "block_size": 16,
+           "dflash_config": {"mask_token_id": 1, "target_layer_ids": [1, 30, 60]}}
+    new = {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5,
+           "dflash_config": {"block_size": 16, "mask_token_id": 1, "target_layer_ids": [1, 30, 60]}}
+    for config in (old, new):
+        target = {"path": "/m/config.json", "dir_exists": True, "config": {"num_hidden_layers": 64}}
+        facts = facts_for(NEXTN, model=target,
+                          draft_model={"path": "/d/config.json", "dir_exists": True, "config": config})
+        assert deployment_plan(facts, SETTINGS)["errors"] == []
