@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_facts
 short_description: Everything about a host's SGLang service in one module run
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Reads the SGLang service as systemd sees it (C(systemctl show) for the unit's files, drop-ins,
     environment and states; the files in systemd's order for the exact ExecStart words), resolves the
@@ -95,13 +95,18 @@ options:
   nvidia_smi:
     description: Path of C(nvidia-smi); looked up on PATH by default.
     type: path
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
+  - systemd (C(systemctl)) on the target for the service part.
+  - Optionally C(nvidia-smi) and ripgrep (C(rg)) on the target, as for M(gpufleet.sglang.gpu_info) and
+    M(gpufleet.sglang.source_search).
 attributes:
   check_mode:
-    support: full
-    description: Runs the same in check mode, but writes no cache.
-  diff_mode:
-    support: none
-    description: Nothing is changed.
+    details:
+      - Runs the same in check mode, but writes no O(cache).
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
 notes:
   - Needs systemd on the target for the service part; without it the unit is reported as a problem.
 seealso:

@@ -8,6 +8,8 @@ import pytest
 from helpers import help_venv
 
 MODULE = "gpufleet.sglang.cli_flags"
+SERVE_WARNING = ("UserWarning: 'python -m sglang.launch_server' is still supported, but 'sglang serve' is the "
+                 "recommended entrypoint.")
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +23,12 @@ def launch_help(venv):
 
 
 def test_real_help_cross_checked_with_source_and_cached(playbook, runnable_sglang, tmp_path):
-    args = {"argv": launch_help(runnable_sglang), "cache": str(tmp_path / "cache")}
+    args = {"argv": launch_help(runnable_sglang), "method": "cross_check", "cache": str(tmp_path / "cache")}
     cold = playbook.module(MODULE, args)
     assert not cold.get("failed"), cold.get("msg")
     assert cold["method"] == "help" and cold["cached"] is False
+    # --help's stderr warning is the task's own warning (shown with it, registered as `warnings`).
+    assert cold["warnings"] == [SERVE_WARNING]
     assert cold["prog"] == "sglang"
     assert cold["source_check"] == {"agrees": True, "help_only": [], "source_only": []}
     assert cold["flag_count"] == 530 + 2  # --help shows 530; the source adds 2 hidden flags
@@ -37,6 +41,7 @@ def test_real_help_cross_checked_with_source_and_cached(playbook, runnable_sglan
     warm = playbook.module(MODULE, args)
     assert warm["cached"] is True and warm["cache_file"] == cold["cache_file"]
     assert warm["flags"] == cold["flags"] and warm["capabilities"] == caps
+    assert warm["warnings"] == [SERVE_WARNING]
     assert warm["elapsed_s"] < cold["elapsed_s"]
 
     # Check mode reads the cache but never writes one.
@@ -45,9 +50,32 @@ def test_real_help_cross_checked_with_source_and_cached(playbook, runnable_sglan
     assert checked["cached"] is False and not fresh.exists()
 
 
-def test_auto_falls_back_to_source_when_help_cannot_import(playbook, venvs):
+def test_auto_reads_the_source_without_running_help(playbook, runnable_sglang):
+    # The default: where --help would run (about 20 s on a GPU host), the source is read instead.
+    for argv in (launch_help(runnable_sglang), [str(runnable_sglang / "bin" / "sglang"), "serve", "--help"]):
+        r = playbook.module(MODULE, {"argv": argv})
+        assert not r.get("failed"), r.get("msg")
+        assert r["method"] == "source" and r["raw_help_sha256"] is None and "prog" not in r
+        assert "fallback_reason" not in r and "source_check" not in r and "warnings" not in r
+        assert r["flag_count"] == 530 + 2 and r["package"]["version"] == "0.5.23"
+        assert r["command"]["python"] == str(runnable_sglang / "bin" / "python")
+        assert r["capabilities"]["flags"]["draft_window_size"] == "--speculative-draft-window-size"
+
+
+def test_auto_runs_help_where_the_source_cannot_be_read(playbook, tmp_path):
+    tiny = tmp_path / "tiny-help"
+    tiny.write_text("#!/bin/sh\nprintf 'usage: tiny [-h] [--a A]\\n\\noptions:\\n"
+                    "  -h, --help  show\\n  --a A  the a\\n'\n")
+    tiny.chmod(0o755)
+    r = playbook.module(MODULE, {"argv": [str(tiny)]})
+    assert not r.get("failed"), r.get("msg")
+    assert r["method"] == "help" and [f["name"] for f in r["flags"]] == ["--help", "--a"]
+    assert r["fallback_reason"].startswith("the source was not read: argv is neither")
+
+
+def test_cross_check_falls_back_to_source_when_help_cannot_import(playbook, venvs):
     # --no-deps install: `--help` dies on the missing numpy, the source still tells the truth.
-    r = playbook.module(MODULE, {"argv": launch_help(venvs["0.5.16"])})
+    r = playbook.module(MODULE, {"argv": launch_help(venvs["0.5.16"]), "method": "cross_check"})
     assert not r.get("failed"), r.get("msg")
     assert r["method"] == "source"
     assert "No module named" in r["fallback_reason"]

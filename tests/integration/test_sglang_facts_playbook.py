@@ -2,7 +2,7 @@
 
 import json
 
-from helpers import sglang_venv
+from helpers import help_venv, sglang_venv
 
 MODULE = "gpufleet.sglang.sglang_facts"
 
@@ -51,3 +51,20 @@ def test_release_without_a_recommended_entry_point(playbook):
     assert r["entry_point"]["recommended"] == "python -m sglang.launch_server"
     assert "does not recommend another entry point" in r["entry_point"]["why"]
     assert r["capabilities"]["supports_dflash"] is False
+
+
+def test_flags_are_read_from_the_source_by_default_and_cross_checked_on_request(playbook):
+    venv = help_venv("0.5.23")  # --help really runs here
+    python = str(venv / "bin" / "python")
+    r = playbook.module(MODULE, {"python": python})
+    assert not r.get("failed"), r.get("msg")
+    flags = r["flags"]
+    assert flags["method"] == "source" and flags["fallback_reason"] is None and flags["source_check"] is None
+    assert flags["warnings"] == [] and flags["count"] == 530 + 2
+
+    r = playbook.module(MODULE, {"python": python, "flags_method": "cross_check"})
+    flags = r["flags"]
+    assert flags["method"] == "help" and flags["source_check"]["agrees"] is True and flags["count"] == 530 + 2
+    # --help's stderr warning reaches the facts (and the fleet report), not the parser.
+    assert flags["warnings"] == ["UserWarning: 'python -m sglang.launch_server' is still supported, but "
+                                 "'sglang serve' is the recommended entrypoint."]
