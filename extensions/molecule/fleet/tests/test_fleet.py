@@ -11,9 +11,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared")
 
 from checks import DROPIN, exec_start, health_status, release_flags, server_info, written_flags  # noqa: E402
 
-SWITCHED = ["fleet-a-0523", "fleet-b-0511", "fleet-b2-ddtree", "fleet-d-0523", "fleet-f-0523", "fleet-g-0523"]
-UNTOUCHED = ["fleet-%s-0523" % c for c in "hijklmno"]
-testinfra_hosts = ["podman://" + h for h in SWITCHED + ["fleet-c-056", "fleet-e-crash"] + UNTOUCHED]
+# Ansible orders a group's hosts by name: batch 1 is 01-04, batch 2 05-08, and so on.
+SWITCHED = ["fleet-01-0523", "fleet-02-0511", "fleet-03-ddtree", "fleet-04-0523", "fleet-07-0523", "fleet-08-0523"]
+UNTOUCHED = ["fleet-%02d-0523" % i for i in range(9, 17)]
+testinfra_hosts = ["podman://" + h for h in SWITCHED + ["fleet-05-056", "fleet-06-crash"] + UNTOUCHED]
 OUR_DROPIN = "/etc/systemd/system/sglang.service.d/" + DROPIN
 
 
@@ -33,7 +34,7 @@ def test_every_node_runs_what_its_batch_decided(host):
     info = server_info(host)
     if node in SWITCHED:
         assert host.file(OUR_DROPIN).exists and not host.service("train-qwen").is_running
-        assert info["speculative_algorithm"] == ("DDTREE" if node == "fleet-b2-ddtree" else "DFLASH")
+        assert info["speculative_algorithm"] == ("DDTREE" if node == "fleet-03-ddtree" else "DFLASH")
         return
     # Refused (0.5.6), rolled back (crashing drafter) or never started: as before the rollout,
     # with the training job running.
@@ -43,28 +44,28 @@ def test_every_node_runs_what_its_batch_decided(host):
     assert host.service("train-qwen").is_running and host.service("train-qwen").is_enabled
 
 
-@pytest.mark.testinfra_hosts("podman://fleet-a-0523", "podman://fleet-b-0511", "podman://fleet-b2-ddtree")
+@pytest.mark.testinfra_hosts("podman://fleet-01-0523", "podman://fleet-02-0511", "podman://fleet-03-ddtree")
 def test_each_release_got_its_own_flag_names(host):
     node = name(host)
     flags = written_flags(host)
     info = server_info(host)
-    if node == "fleet-b-0511":
+    if node == "fleet-02-0511":
         # 0.5.11 named the window flag differently; the switch wrote that name.
         assert "--speculative-dflash-draft-window-size" in flags and "--speculative-draft-window-size" not in flags
         assert int(info["speculative_dflash_draft_window_size"]) == 2048
     else:
         assert "--speculative-draft-window-size" in flags and "--speculative-dflash-draft-window-size" not in flags
         assert int(info["speculative_draft_window_size"]) == 2048
-    if node == "fleet-b2-ddtree":
+    if node == "fleet-03-ddtree":
         assert exec_start(host)[0] == "/opt/sglang-ddtree/bin/python3"
-    if node == "fleet-a-0523":
+    if node == "fleet-01-0523":
         # Only 0.5.23's --help runs on a CPU node; its written flags are checked against that.
         assert set(flags) <= release_flags(host, exec_start(host)[0])
 
 
 def test_the_crashed_host_was_rolled_back_and_said_why():
     output = rollout_output()
-    line = next(x for x in output.splitlines() if "host fleet-e-crash, unit sglang.service: the switch" in x)
+    line = next(x for x in output.splitlines() if "host fleet-06-crash, unit sglang.service: the switch" in x)
     assert "crash loop" in line and "the previous service is back and healthy" in line
     assert "checksum mismatch in model.safetensors" in line and "Units started again: train-qwen.service" in line
 
@@ -73,8 +74,10 @@ def test_the_summary_names_every_hosts_state():
     output = rollout_output()
     for node in SWITCHED:
         assert "%s: sglang.service (switch) sglang" % node in output
-    assert "fleet-c-056: FAILED: host fleet-c-056, unit sglang.service: cannot deploy DFLASH" in output
-    assert "fleet-e-crash: FAILED: host fleet-e-crash, unit sglang.service: the switch to DFLASH failed" in output
+    assert "fleet-05-056: FAILED: host fleet-05-056, unit sglang.service: cannot deploy DFLASH" in output
+    assert "fleet-06-crash: FAILED: host fleet-06-crash, unit sglang.service: the switch to DFLASH failed" in output
     for node in UNTOUCHED:
         assert "%s: not started, left as it was: the rollout stopped after batch 2" % node in output
-    assert "2 of 4 host(s) failed (fleet-c-056, fleet-e-crash)" in output
+    assert "2 of 4 host(s) failed (fleet-05-056, fleet-06-crash)" in output
+    # The batches as the rollout ran them.
+    assert "batch 2 (fleet-05-056, fleet-06-crash, fleet-07-0523, fleet-08-0523)" in output

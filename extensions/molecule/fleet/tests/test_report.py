@@ -8,10 +8,10 @@ def test_fleet_report_has_the_right_facts_for_each_host():
     report_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "fleet-report")
     with open(os.path.join(report_dir, "fleet-report.json")) as handle:
         rows = {r["host"]: r for r in json.load(handle)["hosts"]}
-    nodes = ["fleet-a-0523", "fleet-b-0511", "fleet-b2-ddtree", "fleet-c-056", "fleet-e-crash"] + [
-        "fleet-%s-0523" % c for c in "dfghijklmno"]
+    nodes = ["fleet-01-0523", "fleet-02-0511", "fleet-03-ddtree", "fleet-05-056", "fleet-06-crash"] + [
+        "fleet-%02d-0523" % i for i in [4, 7, 8] + list(range(9, 17))]
     assert set(rows) == set(nodes) | {"fleet-zz-offline"}
-    a, b, c = rows["fleet-a-0523"], rows["fleet-b-0511"], rows["fleet-c-056"]
+    a, b, c = rows["fleet-01-0523"], rows["fleet-02-0511"], rows["fleet-05-056"]
     assert a["status"] == "ready" and a["facts"]["package"]["version"] == "0.5.23"
     assert a["facts"]["python"] == "/opt/sglang-0.5.23/bin/python3"
     assert a["facts"]["package"]["location"] == "/opt/sglang-0.5.23/lib/python3.11/site-packages/sglang"
@@ -25,7 +25,7 @@ def test_fleet_report_has_the_right_facts_for_each_host():
     assert b["status"] == "ready" and b["facts"]["package"]["version"] == "0.5.11"
     assert b["flag_names"]["draft_window_size"] == "--speculative-dflash-draft-window-size"
     assert b["facts"]["gpus"]["gpus"][1]["name"] == "NVIDIA GeForce RTX 4090"
-    fork = rows["fleet-b2-ddtree"]
+    fork = rows["fleet-03-ddtree"]
     assert fork["status"] == "ready" and "DDTREE" in fork["facts"]["algorithms"]
     assert fork["facts"]["package"]["install"] == "editable"
     assert fork["facts"]["package"]["editable_source"] == "/srv/src/sglang-ddtree/python"
@@ -39,4 +39,4 @@ def test_fleet_report_has_the_right_facts_for_each_host():
     assert rows["fleet-zz-offline"]["status"] in ("unreachable", "failed")
     with open(os.path.join(report_dir, "fleet-report.html")) as handle:
         html = handle.read()
-    assert html.count('<tr class="') == 17 and "fleet-c-056" in html and "DFLASH is not supported" in html
+    assert html.count('<tr class="') == 17 and "fleet-05-056" in html and "DFLASH is not supported" in html
