@@ -49,8 +49,8 @@ def sglang_rollout_stopped(hostvars, hosts, max_fail_percentage=0):
         failed = [h for h in batch if not hostvars[h].get("sglang_dflash_result")]
         if failed and len(failed) * 100.0 / len(batch) > float(max_fail_percentage or 0):
             return ("the rollout stopped after batch %d (%s): %d of %d host(s) failed (%s), more than "
-                    "sglang_dflash_max_fail_percentage=%s%%" % (number, ", ".join(batch), len(failed), len(batch),
-                                                                 ", ".join(failed), max_fail_percentage))
+                    "sglang_dflash_max_fail_percentage=%s%%"
+                    % (number, ", ".join(batch), len(failed), len(batch), ", ".join(failed), max_fail_percentage))
     return ""
 
 

@@ -31,8 +31,8 @@ PREFIX = "gpufleet-bench-"
 def sh(argv, env=None, check=True):
     proc = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
-        sys.exit("%s failed (rc %s):\n%s\n%s" % (" ".join(map(str, argv[:4])), proc.returncode,
-                                                proc.stdout[-3000:], proc.stderr[-3000:]))
+        sys.exit("%s failed (rc %s):\n%s\n%s"
+                 % (" ".join(map(str, argv[:4])), proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
     return proc
 
 
