@@ -32,6 +32,9 @@ def test_check_run_showed_the_argument_diff_and_changed_nothing(host):
     assert "kept: --model-path /models/Qwen3.6-27B  --served-model-name qwen3.6-27b" in output
     assert "+ExecStart=/usr/bin/env /root/ml-env/bin/python3 -m gpufleet_standin" in output  # the drop-in's diff
     assert TOKEN not in output
+    # What the operator saw (the README quotes it).
+    start = output.index("TASK [gpufleet.sglang.sglang_dflash : Show how the command line changes]")
+    sys.stderr.write("\nbrownfield --check --diff output:\n%s\n" % output[start:start + 4000])
     after = ephemeral("after-check.txt")
     assert "dropin=absent" in after and "operator-files=unchanged" in after and "training=active" in after
 
