@@ -7,7 +7,8 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 dest="$root/ansible_collections/gpufleet/sglang"
 mkdir -p "$dest"
-git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$dest/"
+# --ignore-missing-args: a tracked file deleted in the working tree (not committed yet) is left out.
+git ls-files -z --cached --others --exclude-standard | rsync -a --ignore-missing-args --from0 --files-from=- ./ "$dest/"
 cd "$dest"
 # ansible-test reads the file list from git when there is a repository.
 git init -q . && git add -A

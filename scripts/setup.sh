@@ -26,10 +26,28 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# One venv per other ansible-core release that requires_ansible claims (tests/sanity/ansible-core-matrix.txt),
+# with the project's pytest: `scripts/test.sh versions` runs ansible-test sanity and the unit tests in each.
+pytest_pin=$(grep -o '^pytest==[0-9.]*' requirements-dev.txt)
+for core in $(grep -v '^#' tests/sanity/ansible-core-matrix.txt); do
+  venv=.cache/ansible-core/${core%.*}
+  want="ansible-core==$core $pytest_pin"
+  if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$want" ]; then
+    echo "setup: ansible-core $core in $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    # shellcheck disable=SC2086 # two requirements
+    "$venv/bin/pip" install -q --disable-pip-version-check $want 2>&1 | { grep -v "^WARNING: Location" || true; }
+    echo "$want" > "$venv/.requirements"
+  fi
+done
+
 # ansible-test fetches its pip bootstrap script from a host this network does not reach;
 # it documents that the script may be put in its cache by hand: ours bootstraps via ensurepip.
-at_dir=$(.venv/bin/python -c "import ansible_test, os; print(os.path.dirname(ansible_test.__file__))")
 mkdir -p "$HOME/.ansible/test/cache"
-for v in $(grep -ho "pip='[0-9.]*'" "$at_dir/_internal/python_requirements.py" | tr -dc '0-9.\n' | sort -u); do
-  cp tests/sanity/get_pip_offline.py "$HOME/.ansible/test/cache/get_pip_${v//./_}.py"
+for py in .venv/bin/python .cache/ansible-core/*/bin/python; do
+  at_dir=$("$py" -c "import ansible_test, os; print(os.path.dirname(ansible_test.__file__))")
+  for v in $(grep -ho "pip='[0-9.]*'" "$at_dir/_internal/python_requirements.py" | tr -dc '0-9.\n' | sort -u); do
+    cp tests/sanity/get_pip_offline.py "$HOME/.ansible/test/cache/get_pip_${v//./_}.py"
+  done
 done

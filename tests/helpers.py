@@ -17,7 +17,9 @@ OUTPUT = REPO / "tests" / "output"
 CACHE = Path(os.environ.get("GPUFLEET_TEST_CACHE", Path.home() / ".cache" / "gpufleet-sglang-tests"))
 FIXTURES = REPO / "tests" / "fixtures"
 
-# Releases the discovery modules are tested against (see shared/sglang-facts.md for why these).
+# Releases the discovery modules are tested against: 0.5.6 (no DFlash), 0.5.11 (DFlash, the old window
+# flag --speculative-dflash-draft-window-size), 0.5.16 (the new name, the old one a hidden alias), 0.5.23
+# (current); their --help and parser sources are in tests/fixtures/sglang (see its README.md).
 SGLANG_RELEASES = ("0.5.6", "0.5.11", "0.5.16", "0.5.23")
 # What `python -m sglang.launch_server --help` needs on a CPU machine for 0.5.23.
 HELP_DEPS = ("torch==2.13.0", "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow",
@@ -25,6 +27,13 @@ HELP_DEPS = ("torch==2.13.0", "numpy", "orjson", "psutil", "pybase64", "requests
              "triton")
 
 _collections = None
+
+# Run as `.venv/bin/python tests/bench/NAME.py` (or `.venv/bin/python -m pytest`) without the venv on PATH,
+# the programs started from here and by the callers (ansible-galaxy, ansible-playbook, ansible-test) must
+# still be this interpreter's venv's: its bin directory goes first on PATH, for every subprocess.
+_BIN = os.path.dirname(sys.executable)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
+    os.environ["PATH"] = os.pathsep.join([_BIN, os.environ.get("PATH", "")])
 
 
 def run(argv, **kw):

@@ -213,7 +213,7 @@ def gather(params, check_mode):
             facts["flags"] = {
                 "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
                 "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),
-                "warnings": flags.get("warnings") or [], "list": flags["flags"]}
+                "warnings": flags.get("warnings") or [], "elapsed_s": flags["elapsed_s"], "list": flags["flags"]}
             facts["capabilities"] = flags["capabilities"]
         except cli_flags.FlagsError as exc:
             problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))

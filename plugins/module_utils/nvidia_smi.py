@@ -9,14 +9,38 @@ __metaclass__ = type
 
 import errno
 import os
+import re
 import shutil
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
 
-GPU_FIELDS = ("index", "name", "uuid", "memory.total", "memory.used", "utilization.gpu", "driver_version")
+# --query-gpu fields, in the order asked, with the key and the kind of value each gets in a GPU dict.
+# A real H200 (driver 580.159.04) answered exactly this query (tests/fixtures/nvidia-smi/h200-gpu-info).
+GPU_QUERY = (
+    ("index", "index", "int"),
+    ("name", "name", "text"),
+    ("uuid", "uuid", "text"),
+    ("memory.total", "memory_total_mib", "number"),
+    ("memory.used", "memory_used_mib", "number"),
+    ("utilization.gpu", "utilization_gpu_pct", "number"),
+    ("driver_version", "driver_version", "text"),
+    ("compute_cap", "compute_capability", "text"),    # "9.0" (Hopper), "8.0" (A100), "8.9" (L40S)
+    ("mig.mode.current", "mig_mode", "text"),         # Enabled / Disabled; null where the GPU has no MIG
+    ("persistence_mode", "persistence_mode", "text"),  # Enabled / Disabled
+)
+GPU_FIELDS = tuple(field for field, _key, _kind in GPU_QUERY)
 APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
 QUERY_GPUS = ["--query-gpu=" + ",".join(GPU_FIELDS), "--format=csv,noheader,nounits"]
 QUERY_APPS = ["--query-compute-apps=" + ",".join(APP_FIELDS), "--format=csv,noheader,nounits"]
+# The CUDA version is no --query-gpu field (`cuda_version` gives rc 2): plain `nvidia-smi` prints it in
+# its banner ("| NVIDIA-SMI 580.159.04   Driver Version: 580.159.04   CUDA Version: 13.0 |"), as `-q` does
+# ("CUDA Version : 13.0"). The banner is read: on the H200 plain nvidia-smi took 105 ms, `-q -x` 111 ms
+# with a record of every sensor that grows with each GPU; `--version` prints it too, but was not
+# checked on older drivers than 580.
+QUERY_BANNER = []
+_CUDA_VERSION = re.compile(r"CUDA Version\s*:\s*(\S+)")
+# What nvidia-smi says (on stdout, exit code 2) for a field its driver does not know.
+_BAD_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 
 
 class NvidiaSmiParseError(Exception):
@@ -37,27 +61,43 @@ def _number(value):
             return None
 
 
+def _text(value):
+    """'Enabled' -> 'Enabled'; '[N/A]', '[Not Supported]', '' -> None."""
+    value = value.strip()
+    return None if not value or value.startswith("[") else value
+
+
 def _lines(text):
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-def parse_gpus(text):
-    """--query-gpu output -> list of GPU dicts. Names never hold ', ' so a plain split works."""
+_CONVERT = {"int": lambda v: int(v.strip()), "number": _number, "text": _text}
+_KNOWN = dict((field, (key, kind)) for field, key, kind in GPU_QUERY)
+
+
+def parse_gpus(text, fields=GPU_FIELDS):
+    """--query-gpu output of `fields` (noheader, nounits) -> list of GPU dicts. Names never hold ', '
+    so a plain split works. Fields of GPU_QUERY get its keys; any other field keeps its name with
+    '_' for '.' and its text. The first field must be the index."""
     gpus = []
     for line in _lines(text):
-        parts = [p.strip() for p in line.split(", ")]
-        if len(parts) != len(GPU_FIELDS) or _number(parts[0]) is None:
+        parts = line.split(", ")
+        if len(parts) != len(fields) or fields[0] != "index" or not parts[0].strip().isdigit():
             raise NvidiaSmiParseError("unexpected nvidia-smi line: %r" % line[:200])
-        gpus.append({
-            "index": int(parts[0]),
-            "name": parts[1],
-            "uuid": parts[2],
-            "memory_total_mib": _number(parts[3]),
-            "memory_used_mib": _number(parts[4]),
-            "utilization_gpu_pct": _number(parts[5]),
-            "driver_version": parts[6],
-        })
+        gpu = {}
+        for field, value in zip(fields, parts):
+            key, kind = _KNOWN.get(field, (field.replace(".", "_"), "text"))
+            gpu[key] = _CONVERT[kind](value)
+        gpus.append(gpu)
     return gpus
+
+
+def parse_cuda_version(text):
+    """The CUDA version the driver supports, from nvidia-smi's banner (or -q); None when it says N/A
+    or does not say."""
+    match = _CUDA_VERSION.search(text)
+    version = match.group(1) if match else None
+    return version if version and version[0].isdigit() else None
 
 
 def parse_apps(text):
@@ -143,7 +183,8 @@ def attach(gpus, apps, cgroup_reader=read_cgroup):
 
 
 def _empty(state, **extra):
-    result = {"nvidia_smi": state, "gpus": [], "processes": [], "gpu_count": 0, "units": [], "driver_version": None}
+    result = {"nvidia_smi": state, "gpus": [], "processes": [], "gpu_count": 0, "units": [], "driver_version": None,
+              "cuda_version": None}
     result.update(extra)
     return result
 
@@ -162,14 +203,16 @@ def query_gpus(nvidia_smi=None, timeout=30):
                       % (" at %s" % smi if smi else " on PATH"))
     env = c_locale_env()
     outputs = []
-    for query in (QUERY_GPUS, QUERY_APPS):
+    for query in (QUERY_GPUS, QUERY_APPS, QUERY_BANNER):
         run = run_argv([smi] + query, timeout=timeout, env=env)
         if not run.ok:
             said = (run.stdout.strip() or run.stderr.strip() or run.error or "").splitlines()
             reason = "timed out after %ss" % timeout if run.timed_out else (
                 "rc=%s: %s" % (run.rc, said[0] if said else "no output"))
-            return _empty("error", error="%s %s failed (%s)" % (smi, query[0].split("=", 1)[0], reason),
-                          nvidia_smi_path=smi)
+            if _BAD_FIELD.search(run.stdout):
+                reason += " (this NVIDIA driver is older than gpu_info needs: it asks for %s)" % ",".join(GPU_FIELDS)
+            what = query[0].split("=", 1)[0] if query else "(no options, for the CUDA version)"
+            return _empty("error", error="%s %s failed (%s)" % (smi, what, reason), nvidia_smi_path=smi)
         outputs.append(run.stdout)
     try:
         gpus = parse_gpus(outputs[0])
@@ -182,6 +225,7 @@ def query_gpus(nvidia_smi=None, timeout=30):
         "nvidia_smi": "present",
         "nvidia_smi_path": smi,
         "driver_version": gpus[0]["driver_version"] if gpus else None,
+        "cuda_version": parse_cuda_version(outputs[2]),
         "gpus": gpus,
         "processes": apps,
         "gpu_count": len(gpus),

@@ -11,6 +11,8 @@ Likewise a command that prints without end must not exhaust the target's memory.
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 import os
 import select
 import selectors

@@ -10,6 +10,8 @@ rebuilt), never a crash or a wrong answer served as cached.
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 import json
 import os
 import tempfile

@@ -8,6 +8,8 @@ Pure functions (no I/O), used by the deployment plan (deployment.py, switch_plan
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 import re
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -19,6 +19,8 @@ Match rules (``match``):
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 import ast
 import fnmatch
 import hashlib

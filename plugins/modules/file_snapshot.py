@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: file_snapshot
 short_description: Keep one exact previous-state copy of a few files, and put it back or drop it
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - C(state=saved) records, for each of O(paths), whether it exists and, if so, its bytes, mode and owner, in
     O(dir) (mode 0700, copies 0600). A path that does not exist is recorded as absent.
@@ -36,13 +36,19 @@ options:
     type: str
     choices: [saved, restored, absent]
     default: saved
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
 attributes:
   check_mode:
     support: full
-    description: Reports what would change and changes nothing.
+    details:
+      - Reports what would change and changes nothing.
   diff_mode:
     support: none
-    description: The files may hold secrets; no diff is shown.
+    details:
+      - The files may hold secrets; no diff is shown.
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
 seealso:
   - module: gpufleet.sglang.sglang_wait_ready
 """

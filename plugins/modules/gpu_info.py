@@ -5,6 +5,8 @@
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 DOCUMENTATION = r"""
 ---
 module: gpu_info
@@ -13,6 +15,9 @@ version_added: "0.1.0"
 description:
   - Runs C(nvidia-smi --query-gpu=...) and C(--query-compute-apps=...) with C(--format=csv,noheader,nounits)
     and returns the GPUs and the compute processes on them.
+  - For each GPU also what a speculative-decoding deployment depends on, as nvidia-smi reports it, the compute
+    capability, the MIG mode and the persistence mode; for the host the CUDA version the driver supports, read
+    from the banner of plain C(nvidia-smi) (no C(--query-gpu) field gives it).
   - Each process is mapped to the systemd unit that owns it, from C(/proc/PID/cgroup) (cgroup v1 or v2),
     so "the training job still holds GPU 0" names a unit that can be stopped.
   - A host without C(nvidia-smi) is not an error unless O(required=true); the result says
@@ -31,13 +36,12 @@ options:
     description: Seconds before each C(nvidia-smi) call is killed (a wedged driver can hang it); more than 0.
     type: int
     default: 30
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
+  - C(nvidia-smi) (NVIDIA driver utilities) on the target; without it the module reports RV(nvidia_smi=missing).
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
 seealso:
   - module: gpufleet.sglang.python_package_info
 """
@@ -50,6 +54,13 @@ EXAMPLES = r"""
 - name: Which units still hold GPU memory?
   ansible.builtin.debug:
     msg: "{{ gpu.processes | map(attribute='unit') | unique }}"
+
+- name: Hopper GPUs without MIG, and a driver for CUDA 12.4 or newer
+  ansible.builtin.assert:
+    that:
+      - gpu.gpus | map(attribute='compute_capability') | reject('version', '9.0', '>=') | list | length == 0
+      - gpu.gpus | selectattr('mig_mode', 'equalto', 'Enabled') | list | length == 0
+      - gpu.cuda_version is version('12.4', '>=')
 """
 
 RETURN = r"""
@@ -68,23 +79,42 @@ error:
   returned: when nvidia_smi is error or missing
   type: str
 driver_version:
-  description: Driver version (of the first GPU).
+  description: Driver version (of the first GPU); null unless RV(nvidia_smi=present).
   returned: always
   type: str
+  sample: 580.159.04
+cuda_version:
+  description:
+    - The highest CUDA version the driver supports, from the banner of plain C(nvidia-smi) (C(CUDA Version)).
+    - Null when nvidia-smi says C(N/A) or does not say, and unless RV(nvidia_smi=present).
+  returned: always
+  type: str
+  sample: "13.0"
 gpus:
-  description: GPUs in index order.
+  description:
+    - GPUs in index order, each with C(index), C(name), C(uuid), C(memory_total_mib), C(memory_used_mib),
+      C(utilization_gpu_pct), C(driver_version), C(compute_capability), C(mig_mode), C(persistence_mode) and
+      C(processes) (the PIDs of its compute processes).
+    - C(compute_capability) is the text nvidia-smi prints, for example C(9.0) (Hopper, such as H100 and H200),
+      C(8.9) (L40S), C(8.0) (A100).
+    - C(mig_mode) is the current MIG mode, C(Enabled) or C(Disabled); null on GPUs without MIG.
+    - C(persistence_mode) is C(Enabled) or C(Disabled).
+    - A value nvidia-smi does not know (C([N/A]), C([Not Supported])) is null.
   returned: always
   type: list
   elements: dict
   sample:
     - index: 0
-      name: NVIDIA H100 80GB HBM3
-      uuid: GPU-5b3a7e1c-2f4d-4e8a-9c1b-7d6e5f4a3b21
-      memory_total_mib: 81559
-      memory_used_mib: 72790
-      utilization_gpu_pct: 98
-      driver_version: 550.90.07
-      processes: [48211]
+      name: NVIDIA H200
+      uuid: GPU-948683f4-b969-aa0e-4158-035f42ded5bb
+      memory_total_mib: 143771
+      memory_used_mib: 21099
+      utilization_gpu_pct: 0
+      driver_version: 580.159.04
+      compute_capability: "9.0"
+      mig_mode: Disabled
+      persistence_mode: Enabled
+      processes: [620]
 processes:
   description:
     - Compute processes, with C(pid), C(process_name), C(used_memory_mib) (null when the driver does
@@ -99,13 +129,13 @@ processes:
   type: list
   elements: dict
   sample:
-    - pid: 48211
-      process_name: /opt/train-env/bin/python3
-      used_memory_mib: 72784
-      gpu_uuid: GPU-5b3a7e1c-2f4d-4e8a-9c1b-7d6e5f4a3b21
+    - pid: 620
+      process_name: /opt/torch/.venv/bin/python3
+      used_memory_mib: 21090
+      gpu_uuid: GPU-948683f4-b969-aa0e-4158-035f42ded5bb
       gpu_index: 0
-      unit: train-qwen.service
-      unit_source: cgroup
+      unit: null
+      unit_source: no unit
 gpu_count:
   description: Number of GPUs.
   returned: always

@@ -5,6 +5,8 @@
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 DOCUMENTATION = r"""
 ---
 module: python_package_info
@@ -53,13 +55,12 @@ options:
       - Fail when the package is not installed in that interpreter, instead of returning RV(install=missing).
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: The module only reads; it runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
+  - O(python) (the interpreter inspected) must be Python 3.8 or newer too.
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
 notes:
   - The target interpreter must be Python 3.8 or newer (C(importlib.metadata)).
 seealso:

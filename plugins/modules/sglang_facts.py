@@ -165,7 +165,9 @@ implementation:
   returned: always
   type: dict
 flags:
-  description: The release's flags (C(list)), how they were read (C(method), C(cached), C(fallback_reason)).
+  description:
+    - The release's flags (C(list)), how they were read (C(method), C(cached), C(fallback_reason)) and the
+      seconds it took (C(elapsed_s)).
   returned: always
   type: dict
 capabilities:

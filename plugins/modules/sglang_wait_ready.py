@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_wait_ready
 short_description: Wait until an SGLang service answers /health, failing fast when it crash-loops
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Polls the systemd unit and the server together. A unit that failed, is waiting to be restarted or was
     restarted by systemd is reported within one poll interval, with the unit's last journal lines, instead of
@@ -53,13 +53,12 @@ options:
     description: Fail when the server is not ready; otherwise return RV(ready=false).
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Only reads; it runs the same way in check mode.
-  diff_mode:
-    support: none
-    description: Nothing is changed.
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
+  - systemd (C(systemctl), C(journalctl)) on the target.
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
 seealso:
   - module: gpufleet.sglang.sglang_facts
 """

@@ -5,6 +5,8 @@
 
 from __future__ import absolute_import, division, print_function
 
+__metaclass__ = type
+
 DOCUMENTATION = r"""
 ---
 module: source_search
@@ -13,9 +15,10 @@ version_added: "0.1.0"
 description:
   - Searches O(paths) (usually the C(search_roots) from M(gpufleet.sglang.python_package_info)) for literal
     O(terms) and/or regular expression O(patterns), and reports hits grouped by file, ranked by relevance.
-  - Uses ripgrep (C(rg --json)) when the target has it, otherwise a stdlib-only Python engine that streams the
-    tree. Both return identical hits, because ripgrep only proposes candidate lines and the same matcher
-    judges every hit.
+  - Uses ripgrep (C(rg)) when the target has it, otherwise a stdlib-only Python engine that streams the
+    tree. ripgrep's plain output is read (the path ends with a NUL byte, then the line number and the
+    line), which is cheaper for both sides than C(rg --json). Both return identical hits, because ripgrep
+    only proposes candidate lines and the same matcher judges every hit.
   - O(match=identifier) avoids the classic false hit of C(DFLASH) inside C(-DFLASHINFER_ENABLE_F16) while still
     finding C(is_dflash_family) and C(DFlashWorker).
   - Terms that match nothing are listed in RV(missing_terms), so "this release has no DFlash" is a plain fact.
@@ -101,13 +104,16 @@ options:
         mtime of every file that would be searched, so any change to the tree is a miss; a hit costs
         one walk with stat calls instead of reading the files. Nothing is written in check mode.
     type: path
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
+  - Optionally ripgrep (C(rg)) on the target, for speed; the hits are the same without it.
 attributes:
   check_mode:
-    support: full
-    description: The module only reads.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is nothing to diff.
+    details:
+      - The module only reads the searched tree; in check mode it also writes no O(cache).
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
 notes:
   - Binary files (with a NUL byte) are skipped; undecodable bytes are replaced; symlinked directories are
     followed but every real directory is read once; unreadable files and directories are counted and listed.

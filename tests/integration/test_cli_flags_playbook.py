@@ -92,7 +92,11 @@ def test_source_method_and_filter(playbook, venvs):
     assert r["method"] == "source" and r["raw_help_sha256"] is None
     assert [f["name"] for f in r["flags"]] == ["--speculative-algorithm", "--speculative-accept-threshold-single",
                                                "--speculative-accept-threshold-acc", "--speculative-attention-mode"]
-    assert r["capabilities"] is None or r["capabilities"]["supports_dflash"] is False
+    # The filter narrows the flags returned, not the ones capabilities are read from: 0.5.6 is SGLang
+    # (it has --speculative-algorithm), without DFlash.
+    caps = r["capabilities"]
+    assert caps["supports_dflash"] is False and "DFLASH" not in caps["speculative_algorithms"]
+    assert caps["flags"]["algorithm"] == "--speculative-algorithm" and caps["flags"]["block_size"] is None
 
 
 def test_release_without_dflash(playbook, venvs):

@@ -34,6 +34,10 @@ def test_gpus_and_live_processes(playbook, gpu_holder):
     assert proc["unit_source"] == ("cgroup" if proc["unit"] else "no unit")
     assert r["gpus"][2]["memory_used_mib"] == 30000 and r["gpus"][2]["processes"] == [gpu_holder.pid]
     assert r["gpus"][0]["processes"] == []
+    # What a DFlash deployment depends on: the recorded A100s, and the CUDA version of driver 535's banner.
+    assert [(g["compute_capability"], g["mig_mode"], g["persistence_mode"]) for g in r["gpus"]] == [
+        ("8.0", "Disabled", "Enabled")] * 4
+    assert r["cuda_version"] == "12.2"
 
 
 def test_missing_nvidia_smi_is_a_fact_unless_required(playbook, tmp_path):
@@ -54,3 +58,11 @@ def test_driver_error(playbook):
     assert not r.get("failed") and r["nvidia_smi"] == "error" and "couldn't communicate" in r["error"]
     r = playbook.module(MODULE, {"nvidia_smi": FAKE, "required": True}, extra_env=env)
     assert r["failed"] and "rc=9" in r["msg"] and "couldn't communicate" in r["msg"]
+
+
+def test_a_driver_that_lacks_a_queried_field(playbook):
+    env = {"GPUFLEET_FAKE_GPUS": GPUS, "GPUFLEET_FAKE_SMI_MODE": "old-driver"}
+    r = playbook.module(MODULE, {"nvidia_smi": FAKE, "required": True}, extra_env=env)
+    assert r["failed"] and r["nvidia_smi"] == "error"
+    assert 'rc=2: Field "compute_cap" is not a valid field to query.' in r["msg"]
+    assert "this NVIDIA driver is older than gpu_info needs" in r["msg"]

@@ -1,0 +1,89 @@
+"""ansible-doc renders every module, every filter and the role of the installed collection, without warnings."""
+
+import ast
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
+
+
+def filter_names():
+    """The names FilterModule.filters() returns in plugins/filter/sglang.py, read without importing it."""
+    tree = ast.parse((REPO / "plugins" / "filter" / "sglang.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "filters":
+            returned = [n.value for n in ast.walk(node) if isinstance(n, ast.Return)]
+            return sorted(key.value for key in returned[0].keys)
+    raise AssertionError("no FilterModule.filters() in plugins/filter/sglang.py")
+
+
+FILTERS = filter_names()
+
+
+def ansible_doc(env, kind, names, as_json=False):
+    argv = ["ansible-doc", "-t", kind] + (["--json"] if as_json else []) + ["gpufleet.sglang." + n for n in names]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, "%s: rc=%s\n%s" % (" ".join(argv), proc.returncode, proc.stderr)
+    # Any warning (an undocumented plugin, a fragment that does not merge, a bad markup) fails.
+    assert proc.stderr.strip() == "", "%s printed on stderr:\n%s" % (" ".join(argv), proc.stderr)
+    return json.loads(proc.stdout) if as_json else proc.stdout
+
+
+def test_the_lists_are_complete():
+    assert len(MODULES) >= 7 and "gpu_info" in MODULES
+    assert len(FILTERS) >= 8 and "sglang_deployment_plan" in FILTERS
+    # ansible-doc finds a filter's documentation in plugins/filter/NAME.yml.
+    assert [n for n in FILTERS if not (REPO / "plugins" / "filter" / (n + ".yml")).is_file()] == []
+
+
+def test_every_module_renders(ansible_env):
+    text = ansible_doc(ansible_env, "module", MODULES)
+    for name in MODULES:
+        assert "gpufleet.sglang.%s" % name in text
+    docs = ansible_doc(ansible_env, "module", MODULES, as_json=True)
+    assert sorted(docs) == ["gpufleet.sglang." + n for n in MODULES]
+    for name, doc in docs.items():
+        doc = doc["doc"]
+        # The attributes come from the doc fragment, merged with the module's own details.
+        attributes = doc["attributes"]
+        assert sorted(attributes) == ["check_mode", "diff_mode", "platform"], name
+        assert all(a.get("description") and a.get("support") for a in attributes.values()), name
+        assert attributes["platform"]["platforms"] == "linux", name
+        assert any("Python 3.8" in r for r in doc["requirements"]), name
+
+
+@pytest.mark.parametrize("module, check_mode, diff_mode", [
+    ("gpu_info", "The module only reads the host", "N/A"),
+    ("cli_flags", "does not write the O(cache)", "N/A"),
+    ("file_snapshot", "Reports what would change", "none"),
+])
+def test_module_details_win_over_the_fragment(ansible_env, module, check_mode, diff_mode):
+    doc = ansible_doc(ansible_env, "module", [module], as_json=True)["gpufleet.sglang." + module]["doc"]
+    assert check_mode in " ".join(doc["attributes"]["check_mode"]["details"])
+    assert doc["attributes"]["diff_mode"]["support"] == diff_mode
+
+
+def test_every_filter_renders(ansible_env):
+    text = ansible_doc(ansible_env, "filter", FILTERS)
+    docs = ansible_doc(ansible_env, "filter", FILTERS, as_json=True)
+    assert sorted(docs) == ["gpufleet.sglang." + n for n in FILTERS]
+    for name, doc in docs.items():
+        assert name in text
+        assert doc["doc"]["short_description"] and doc["doc"]["options"]["_input"]["required"], name
+        assert doc["examples"] and doc["return"]["_value"]["type"], name
+
+
+def test_the_role_renders(ansible_env):
+    text = ansible_doc(ansible_env, "role", ["sglang_dflash"])
+    assert "ENTRY POINT" in text and "sglang_dflash_algorithm" in text
+
+
+def test_the_readme_names_every_filter():
+    readme = (REPO / "README.md").read_text()
+    words = {7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+    assert "The %s filters" % words.get(len(FILTERS), len(FILTERS)) in readme
+    assert [n for n in FILTERS if "`%s`" % n not in readme] == []
