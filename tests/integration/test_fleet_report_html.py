@@ -18,6 +18,12 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed
 
 
 def row(i):
+    if i == 39:
+        # Reached, but its interpreter is gone: no package, no flags.
+        return {"host": "gpu-39", "status": "blocked", "reasons": ["interpreter /nonexistent/python3 does not exist"],
+                "facts": {"python": "/nonexistent/python3", "package": None, "flags": None, "algorithms": [],
+                          "gpus": {"nvidia_smi": "missing", "gpus": [], "processes": []}},
+                "flag_names": {}, "changes": None, "algorithm": "DFLASH"}
     status = ["ready", "ready", "blocked", "ready", "unreachable"][i % 5]
     if status == "unreachable":
         return {"host": "gpu-%02d" % i, "status": status, "reasons": ["no facts: the host was unreachable"],
@@ -75,17 +81,17 @@ def test_self_contained_summary_on_top(report):
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing loaded from the network
     dom = chromium("--dump-dom", report.as_uri()).stdout
     assert "24 of 40 hosts can take the deployment." in dom
-    assert re.search(r'id="count-ready">24<.*id="count-blocked">8<.*id="count-unreachable">8<', dom, re.S)
-    assert "0.5.23: 15" in dom and "0.5.11: 9" in dom and "0.5.6: 8" in dom
-    assert "NVIDIA H200: 16" in dom and "NVIDIA L40S: 16" in dom
+    assert re.search(r'id="count-ready">24<.*id="count-blocked">9<.*id="count-unreachable">7<', dom, re.S)
+    assert "0.5.23: 15" in dom and "0.5.11: 9" in dom and "0.5.6: 8" in dom and "not installed: 1" in dom
+    assert "NVIDIA H200: 16" in dom and "NVIDIA L40S: 16" in dom and "no GPU seen: 1" in dom
     assert len(visible_rows(dom)) == 40
 
 
 def test_status_filter_and_sort_run_in_the_browser(report):
     dom = chromium("--dump-dom", report.as_uri() + "#status=blocked&sort=0").stdout
     shown = visible_rows(dom)
-    assert {status for status, _host in shown} == {"blocked"} and len(shown) == 8
-    assert "8 shown" in dom
+    assert {status for status, _host in shown} == {"blocked"} and len(shown) == 9
+    assert "9 shown" in dom
     hosts = [host for _s, host in re.findall(r'<tr class="(\w+)" data-status="\w+"[^>]*>\s*<td><strong>([\w-]+)', dom)]
     assert hosts == sorted(hosts) and len(hosts) == 40  # sorted by host, hidden rows included
 

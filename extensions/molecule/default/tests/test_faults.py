@@ -3,6 +3,7 @@ host, the unit and what to set, and nothing changed on the host (or it was put b
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -117,7 +118,7 @@ def test_gpus_still_held_after_stopping_puts_everything_back(host, training_runn
                       *extra(sglang_dflash_stop_units=["train-qwen.service", "stubborn-train.service"]))
         assert run.returncode != 0
         assert "GPUs still in use 4s after stopping train-qwen.service, stubborn-train.service" in run.output
-        started_again = run.output.split("Units started again: ", 1)[1].split(".", 1)[0]
+        started_again = re.search(r"Units started again: (.+?)\. Last journal", run.output).group(1)
         assert set(started_again.split(", ")) == {"stubborn-train.service", "train-qwen.service"}
         assert "sglang.service was not restarted and runs as before" in run.output, run.output[-3000:]
         after = state(host)
