@@ -84,11 +84,6 @@ def capabilities(flags, extra_algorithms=()):
     }
 
 
-def missing_intents(caps, wanted):
-    """Intents among `wanted` that this release has no flag for."""
-    return [intent for intent in wanted if not caps["flags"].get(intent)]
-
-
 def supported_algorithms(caps, definitions, candidates=("DFLASH", "DDTREE")):
     """Algorithms this install can run: the release's own list, plus candidates whose implementation
     (a class or function named after them, e.g. DDTreeWorker) is in the code that runs, where the
