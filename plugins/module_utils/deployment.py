@@ -33,10 +33,13 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit impor
 INTEGER_SETTINGS = {
     "block_size": (1, 1024), "draft_window_size": (1, None), "port": (1, 65535), "tp_size": (1, 1024),
     "gpu_release_timeout": (1, None), "health_timeout": (1, None), "journal_lines": (0, 10000),
-    "limit_nofile": (1, None),
+    "limit_nofile": (1, None), "ddtree_budget": (1, 4096), "speed_probe_max_new_tokens": (1, 65536),
 }
+# Role variable -> lowest value (exclusive when the bound is 0) for the gates.
+FLOAT_SETTINGS = {"min_accept_length": 1.0, "min_speedup": 0.0}
 MIN_SECRET_LENGTH = 6
-BOOLEAN_SETTINGS = ("require_free_gpus", "disable_stopped_units")
+# Role variable -> its default when the caller gives none (the plan is also called from the report).
+BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True}
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
 
@@ -63,22 +66,47 @@ def normalize_settings(raw):
                 key, ("between %d and %d" % (low, high)) if high is not None else "at least %d" % low, number))
             continue
         settings[key] = number
-    for key in BOOLEAN_SETTINGS:
+    for key, low in FLOAT_SETTINGS.items():
         value = settings.get(key)
+        if value is None or value in ("", "None"):
+            settings[key] = None
+            continue
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            problems.append("sglang_dflash_%s must be a number, not %r" % (key, value))
+            continue
+        if number < low or (low == 0.0 and number <= 0.0) or number != number:
+            problems.append("sglang_dflash_%s must be %s %s, not %s" % (key, "at least" if low else "more than",
+                                                                      low, value))
+            continue
+        settings[key] = number
+    for key, default in BOOLEAN_SETTINGS.items():
+        value = settings.get(key, default)
         if isinstance(value, bool):
+            settings[key] = value
             continue
         text = str(value).strip().lower()
         if text in TRUE_WORDS or text in FALSE_WORDS:
             settings[key] = text in TRUE_WORDS
         else:
             problems.append("sglang_dflash_%s must be true or false, not %r" % (key, value))
-    for key in ("model_path", "draft_model_path", "python", "host"):
+    for key in ("model_path", "draft_model_path", "python", "host", "fallback_algorithm"):
         if settings.get(key) in ("", "None"):
             settings[key] = None
     if not settings.get("draft_model_path"):
         problems.append("sglang_dflash_draft_model_path is required (the drafter directory on the host)")
     if settings.get("algorithm") not in ("DFLASH", "DDTREE"):
         problems.append("sglang_dflash_algorithm must be DFLASH or DDTREE, not %r" % settings.get("algorithm"))
+    if settings.get("fallback_algorithm") not in (None, "DFLASH"):
+        problems.append("sglang_dflash_fallback_algorithm must be DFLASH or unset, not %r"
+                        % settings.get("fallback_algorithm"))
+    if not isinstance(settings.get("speed_probe_prompts") or [], list):
+        problems.append("sglang_dflash_speed_probe_prompts must be a list of prompts")
+    gates = [k for k in FLOAT_SETTINGS if settings.get(k) is not None]
+    if gates and settings.get("speed_probe") is False:
+        problems.append("%s need(s) the speed probe: set sglang_dflash_speed_probe=true or unset the gate"
+                        % ", ".join("sglang_dflash_" + k for k in gates))
     if not isinstance(settings.get("extra_args") or [], list):
         problems.append("sglang_dflash_extra_args must be a list of argv tokens")
     if not isinstance(settings.get("environment") or {}, dict):
@@ -148,6 +176,9 @@ def render_dropin(plan, algorithm, env_path):
         "# The operator's unit and drop-ins are unchanged. To undo by hand: remove this file, then",
         "#   systemctl daemon-reload && systemctl restart %s" % plan["unit"],
     ]
+    if plan.get("fallback"):
+        lines.append("# %s instead of %s: %s (sglang_dflash_fallback_algorithm)" % (
+            plan["fallback"]["to"], plan["fallback"]["from"], plan["fallback"]["reason"]))
     for kind in ("removed", "added", "overridden"):
         if changes[kind]:
             lines.append("# %s: %s" % (kind, "; ".join(changes[kind])))
@@ -159,9 +190,9 @@ def render_dropin(plan, algorithm, env_path):
 
 def render_unit(plan, settings, env_path):
     lines = [
-        "# %s (role sglang_dflash): SGLang with %s speculative decoding." % (MANAGED_MARKER, settings["algorithm"]),
+        "# %s (role sglang_dflash): SGLang with %s speculative decoding." % (MANAGED_MARKER, plan["algorithm"]),
         "[Unit]",
-        "Description=SGLang server (%s speculative decoding)" % settings["algorithm"],
+        "Description=SGLang server (%s speculative decoding)" % plan["algorithm"],
         "After=network-online.target",
         "Wants=network-online.target",
         "",
@@ -212,7 +243,8 @@ def deployment_plan(facts, raw_settings):
             "old_exec_start": (unit.get("exec_start") or {}).get("value"), "files": {},
             "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
-            "old_active": unit.get("active_state") == "active", "settings": settings}
+            "old_active": unit.get("active_state") == "active", "settings": settings,
+            "algorithm": settings.get("algorithm"), "fallback": None}
     if switch and unit.get("later_exec_start_dropins"):
         errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
                       "rename them or set sglang_dflash_dropin_name to sort last"
@@ -229,7 +261,7 @@ def deployment_plan(facts, raw_settings):
         args = plan_arguments(flags, settings, current, facts.get("algorithms") or ())
         errors.extend(args["errors"])
         plan.update(changes=args["changes"], expected_server_info=args["expected_server_info"],
-                    flag_names=args["flag_names"])
+                    flag_names=args["flag_names"], algorithm=args["algorithm"], fallback=args["fallback"])
     if flags and unit.get("command"):
         # Where the service as it runs now answers: the rollback checks it there.
         plan["old_port"], plan["old_health_host"] = listen_address(flags, words_from_pairs(unit["command"]["args"]))
@@ -279,7 +311,7 @@ def deployment_plan(facts, raw_settings):
         dropin = unit.get("managed_dropin") or {}
         config = {"path": dropin.get("path") or os.path.join("/etc/systemd/system", unit_id + ".d",
                                                              settings.get("dropin_name")),
-                  "content": render_dropin(plan, settings["algorithm"], env_path),
+                  "content": render_dropin(plan, plan["algorithm"], env_path),
                   "current": dropin.get("content")}
     else:
         current_unit = facts.get("managed_unit_file") or {}

@@ -5,7 +5,9 @@
 
 Polls systemd and the server together, so that a crash-looping server (unit failed, or waiting to
 be restarted, or restarted already) is reported within a poll interval instead of after the whole
-health timeout; then reads /server_info (or the older /get_server_info).
+health timeout; then sends one real generation request (a server can answer /health and still fail
+on its first request, for example a drafter whose shapes only break at decode time), then reads
+/server_info (or the older /get_server_info).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -78,10 +80,13 @@ def read_server_info(base_url, timeout):
     return None, None, "neither /server_info nor /get_server_info exists"
 
 
-def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.monotonic, sleep=time.sleep):
-    """Wait for /health 200 while watching the unit; then read the server info.
+def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.monotonic, sleep=time.sleep,
+               generate=None):
+    """Wait for /health 200 while watching the unit; then one generation (generate(), when given); then
+    read the server info.
 
-    Returns {ready, crashed, reason, elapsed_s, health_status, server_info, server_info_endpoint, state}.
+    Returns {ready, crashed, reason, elapsed_s, health_status, generation, server_info, server_info_endpoint,
+    state}; generation is generate()'s answer ({ok, latency_s, completion_tokens, problem}) or None.
     """
     started = clock()
     status, body = 0, ""
@@ -95,8 +100,15 @@ def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.mono
                     "health_status": status, "server_info": None, "server_info_endpoint": None, "state": state}
         status, body = http_get(base_url + "/health", min(5.0, max(1.0, timeout)))
         if status == 200:
+            generation = generate() if generate else None
+            if generation is not None and not generation["ok"]:
+                return {"ready": False, "crashed": False, "elapsed_s": round(clock() - started, 2),
+                        "reason": "/health answered 200 but the first generation failed: %s" % generation["problem"],
+                        "health_status": status, "generation": _generation_summary(generation), "server_info": None,
+                        "server_info_endpoint": None, "state": service_state(unit, run_systemctl)}
             info, endpoint, problem = read_server_info(base_url, 10.0)
             return {"ready": problem is None, "crashed": False, "reason": problem,
+                    "generation": _generation_summary(generation),
                     "elapsed_s": round(clock() - started, 2), "health_status": status, "server_info": info,
                     "server_info_endpoint": endpoint, "state": state,
                     "since_start_s": seconds_since_start(state, clock)}
@@ -105,6 +117,12 @@ def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.mono
                     "reason": "/health did not answer 200 within %ss (last: %s)" % (timeout, status or body),
                     "server_info": None, "server_info_endpoint": None, "state": state}
         sleep(poll)
+
+
+def _generation_summary(generation):
+    if generation is None:
+        return None
+    return dict((k, generation.get(k)) for k in ("ok", "status", "latency_s", "completion_tokens", "problem"))
 
 
 def seconds_since_start(state, clock=time.monotonic):

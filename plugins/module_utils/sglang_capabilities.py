@@ -25,7 +25,13 @@ INTENT_FLAGS = {
     "block_size": ("--speculative-dflash-block-size",),
     "draft_window_size": ("--speculative-draft-window-size", "--speculative-dflash-draft-window-size"),
     "num_draft_tokens": ("--speculative-num-draft-tokens",),
+    # DDTree's verify budget (tree nodes beyond the root), from sgl-project/sglang PR #29907.
+    "ddtree_budget": ("--speculative-ddtree-budget",),
 }
+
+# Tree-verify flags of other open pull requests (#31069, #36196): reported by the facts so an operator
+# sees a build that has them; the role writes none of them (they are not DDTree's budget).
+OTHER_TREE_FLAGS = ("--speculative-dflash-tree-verify", "--speculative-dflash-tree-width")
 
 _BUILTINS = re.compile(r"Builtins?:\s*(?P<names>[A-Z0-9_]+(?:\s*,\s*[A-Z0-9_]+)*)")
 
@@ -81,6 +87,7 @@ def capabilities(flags, extra_algorithms=()):
         "supports_ddtree": has_speculative and "DDTREE" in known and flag_names["draft_model_path"] is not None,
         "flags": flag_names,
         "deprecated_aliases": deprecated,
+        "other_tree_flags": [f for f in OTHER_TREE_FLAGS if f in index],
     }
 
 

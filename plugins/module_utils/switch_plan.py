@@ -23,7 +23,8 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilitie
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import UnsafeValue, systemd_quote
 
 BASE_INTENTS = ("model_path", "host", "port", "tp_size")
-SPECULATIVE_INTENTS = ("algorithm", "draft_model_path", "block_size", "draft_window_size")
+SPECULATIVE_INTENTS = ("algorithm", "draft_model_path", "block_size", "draft_window_size", "ddtree_budget")
+INTEGER_INTENTS = ("block_size", "draft_window_size", "ddtree_budget")
 INSTALL_DEFAULTS = {"host": "0.0.0.0", "port": 30000, "tp_size": 1}
 SGLANG_DEFAULT_PORT = 30000
 _SECRET_FLAG = re.compile(r"(api-key|password|secret|hf-token|access-token)$")
@@ -153,15 +154,27 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
     context = (current or {}).get("context", "systemd")
     errors = []
 
+    values = dict((k, settings.get(k)) for k in BASE_INTENTS + SPECULATIVE_INTENTS)
     algorithm = settings.get("algorithm")
     supported = caps["speculative_algorithms"] or []
+    fallback = None
     if not caps["speculative"]:
         errors.append("this release has no --speculative-algorithm flag")
     elif algorithm not in supported:
-        errors.append("speculative algorithm %s is not supported by this release (it knows %s)"
-                      % (algorithm, ", ".join(supported) or "none"))
-
-    values = dict((k, settings.get(k)) for k in BASE_INTENTS + SPECULATIVE_INTENTS)
+        wanted_fallback = settings.get("fallback_algorithm")
+        if wanted_fallback and wanted_fallback != algorithm and wanted_fallback in supported:
+            # The operator opted in: this host runs the fallback, and says so.
+            fallback = {"from": algorithm, "to": wanted_fallback,
+                        "reason": "this build has no %s (it knows %s)" % (algorithm, ", ".join(supported))}
+            algorithm = values["algorithm"] = wanted_fallback
+            values["ddtree_budget"] = None
+        else:
+            errors.append("speculative algorithm %s is not supported by this release (it knows %s)%s"
+                          % (algorithm, ", ".join(supported) or "none",
+                             "; sglang_dflash_fallback_algorithm=DFLASH would run DFLASH on such hosts"
+                             if algorithm == "DDTREE" and "DFLASH" in supported and not wanted_fallback else ""))
+    if values["ddtree_budget"] is not None and algorithm != "DDTREE":
+        errors.append("sglang_dflash_ddtree_budget applies to the DDTREE algorithm only (asked: %s)" % algorithm)
     if mode == "install":
         for key, default in INSTALL_DEFAULTS.items():
             if values[key] is None:
@@ -172,6 +185,8 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
         values["tp_size"] = None
     wanted = [i for i in BASE_INTENTS + SPECULATIVE_INTENTS if values[i] not in (None, "")]
     for intent in wanted:
+        if intent == "ddtree_budget" and algorithm not in supported:
+            continue  # the unsupported algorithm is the reason already
         if not names.get(intent):
             errors.append("no flag for %s in this release" % intent.replace("_", " "))
 
@@ -193,7 +208,7 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
         extra_options = from_extra
 
     result = {"mode": mode, "capabilities": caps, "flag_names": dict((i, names.get(i)) for i in wanted),
-              "errors": errors, "args": None, "args_raw": None, "secret_env": {},
+              "algorithm": algorithm, "fallback": fallback, "errors": errors, "args": None, "args_raw": None, "secret_env": {},
               "changes": {"kept": [], "removed": [], "added": [], "overridden": []},
               "expected_server_info": {}, "port": None}
     if errors:
@@ -259,7 +274,7 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
         if intent in wanted:
             value = values[intent]
             expected[names[intent].lstrip("-").replace("-", "_")] = (
-                int(value) if intent in ("block_size", "draft_window_size") else value)
+                int(value) if intent in INTEGER_INTENTS else value)
     port = _last_value(out_values, index, names.get("port") or "--port")
     if port is not None and not port.isdigit():
         errors.append("cannot tell the server's port from --port %s (expanded when the service starts); "

@@ -16,7 +16,9 @@ description:
   - Polls the systemd unit and the server together. A unit that failed, is waiting to be restarted or was
     restarted by systemd is reported within one poll interval, with the unit's last journal lines, instead of
     after the whole O(timeout).
-  - Once C(/health) answers 200, reads C(/server_info) (or C(/get_server_info) on older releases) and returns it.
+  - Once C(/health) answers 200, sends one real generation request (C(POST /generate), a few greedy tokens):
+    a server can answer C(/health) and still fail on its first request. Then reads C(/server_info) (or
+    C(/get_server_info) on older releases) and returns it.
 author:
   - gpufleet.sglang contributors (@gpufleet)
 options:
@@ -49,6 +51,14 @@ options:
     type: list
     elements: str
     default: []
+  check_generation:
+    description: Send one generation request after C(/health) answers 200; the server is ready only when it answers.
+    type: bool
+    default: true
+  generation_tokens:
+    description: Tokens the readiness generation request asks for.
+    type: int
+    default: 8
   fail_when_not_ready:
     description: Fail when the server is not ready; otherwise return RV(ready=false).
     type: bool
@@ -93,6 +103,10 @@ since_start_s:
   description: Seconds from the start of the server's main process (as systemd recorded it) to healthy.
   returned: when ready
   type: float
+generation:
+  description: The readiness generation request (C(ok), C(status), C(latency_s), C(completion_tokens), C(problem)).
+  returned: when /health answered 200 and O(check_generation) is true
+  type: dict
 server_info:
   description: What C(/server_info) answered; null when not ready.
   returned: always
@@ -117,6 +131,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.sglang.plugins.module_utils.host_facts import run_systemctl
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import redact, wait_ready
+from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import DEFAULT_PROMPTS, generate_once
 
 
 def main():
@@ -129,20 +144,27 @@ def main():
             poll_interval=dict(type="float", default=1.0),
             journal_lines=dict(type="int", default=40),
             redact=dict(type="list", elements="str", default=[], no_log=True),
+            check_generation=dict(type="bool", default=True),
+            generation_tokens=dict(type="int", default=8),
             fail_when_not_ready=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
     p = module.params
     host = socket.gethostname()
-    for option, low in (("port", 1), ("timeout", 1), ("journal_lines", 0)):
+    for option, low in (("port", 1), ("timeout", 1), ("journal_lines", 0), ("generation_tokens", 1)):
         if p[option] < low:
             module.fail_json(msg="host %s: %s must be at least %d, not %s" % (host, option, low, p[option]))
     if p["port"] > 65535 or p["poll_interval"] <= 0:
         module.fail_json(msg="host %s: port must be 1-65535 and poll_interval greater than 0" % host)
     unit = p["service"] if "." in p["service"] else p["service"] + ".service"
     address = "[%s]" % p["host"] if ":" in p["host"] else p["host"]
-    result = wait_ready(unit, "http://%s:%d" % (address, p["port"]), p["timeout"], run_systemctl, p["poll_interval"])
+    base_url = "http://%s:%d" % (address, p["port"])
+    generate = None
+    if p["check_generation"]:
+        def generate():
+            return generate_once(base_url, DEFAULT_PROMPTS[0], p["generation_tokens"], min(p["timeout"], 300))
+    result = wait_ready(unit, base_url, p["timeout"], run_systemctl, p["poll_interval"], generate=generate)
     if result["ready"]:
         module.exit_json(changed=False, **result)
     rc, out, _err = run_systemctl(["journalctl", "--unit", unit, "--lines", str(p["journal_lines"]),

@@ -370,3 +370,74 @@ def test_drafter_schemas_old_and_new_pass():
         facts = facts_for(NEXTN, model=target,
                           draft_model={"path": "/d/config.json", "dir_exists": True, "config": config})
         assert deployment_plan(facts, SETTINGS)["errors"] == []
+
+
+# ---- DDTree: its budget where the build has it, DFLASH only where the operator opted in -------------
+
+def ddtree_build_flags():
+    """0.5.23's flags plus the budget flag of sgl-project/sglang PR #29907, as a patched build has it."""
+    budget = {"name": "--speculative-ddtree-budget", "aliases": [], "takes_value": True, "metavar": "SPECULATIVE_DDTREE_BUDGET",
+              "choices": None, "default": None, "hidden": False,
+              "help": "DDTree verify budget (tree nodes beyond the root). Default: block size - 1."}
+    return flags("0.5.23") + [budget]
+
+
+def nextn_args():
+    _prefix, words = split_exec_start(NEXTN)
+    return {"args": resolve_command(words, LAUNCHERS)["args"], "context": "systemd"}
+
+
+def test_ddtree_budget_is_written_and_confirmed_where_the_build_has_it():
+    plan = plan_arguments(ddtree_build_flags(), dict(INTENT, algorithm="DDTREE", ddtree_budget="15"), nextn_args(),
+                          extra_algorithms=["DDTREE"])
+    assert plan["errors"] == [] and plan["algorithm"] == "DDTREE" and plan["fallback"] is None
+    assert "--speculative-ddtree-budget 15" in plan["changes"]["added"]
+    assert plan["expected_server_info"]["speculative_ddtree_budget"] == 15
+    plan = plan_arguments(flags("0.5.23"), dict(INTENT, algorithm="DDTREE", ddtree_budget=15), nextn_args(),
+                          extra_algorithms=["DDTREE"])
+    assert plan["errors"] == ["no flag for ddtree budget in this release"]
+
+
+def test_a_build_without_ddtree_falls_back_only_when_opted_in():
+    plan = plan_arguments(flags("0.5.23"), dict(INTENT, algorithm="DDTREE", ddtree_budget=15), nextn_args())
+    assert len(plan["errors"]) == 1, plan["errors"]
+    assert plan["errors"][0].startswith("speculative algorithm DDTREE is not supported by this release (it knows "
+                                        "DFLASH, DSPARK, EAGLE")
+    assert plan["errors"][0].endswith("; sglang_dflash_fallback_algorithm=DFLASH would run DFLASH on such hosts")
+    plan = plan_arguments(flags("0.5.23"), dict(INTENT, algorithm="DDTREE", ddtree_budget=15,
+                                                fallback_algorithm="DFLASH"), nextn_args())
+    assert plan["errors"] == [] and plan["algorithm"] == "DFLASH"
+    assert plan["fallback"]["from"] == "DDTREE" and plan["fallback"]["to"] == "DFLASH"
+    assert "--speculative-algorithm DFLASH" in plan["changes"]["added"]
+    assert not any("ddtree" in a for a in plan["changes"]["added"])
+    # A build with DDTREE ignores the fallback.
+    plan = plan_arguments(ddtree_build_flags(), dict(INTENT, algorithm="DDTREE", fallback_algorithm="DFLASH"),
+                          nextn_args(), extra_algorithms=["DDTREE"])
+    assert plan["algorithm"] == "DDTREE" and plan["fallback"] is None
+
+
+def test_the_fallback_is_in_our_dropin_and_the_plan():
+    plan = deployment_plan(facts_for(NEXTN), dict(SETTINGS, algorithm="DDTREE", fallback_algorithm="DFLASH"))
+    assert plan["errors"] == [] and plan["algorithm"] == "DFLASH" and plan["fallback"]["to"] == "DFLASH"
+    assert "# DFLASH instead of DDTREE: this build has no DDTREE" in plan["files"]["config"]["content"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"ddtree_budget": 15}, "sglang_dflash_ddtree_budget applies to the DDTREE algorithm only (asked: DFLASH)"),
+    ({"min_accept_length": "abc"}, "sglang_dflash_min_accept_length must be a number, not 'abc'"),
+    ({"min_accept_length": "0.5"}, "sglang_dflash_min_accept_length must be at least 1.0, not 0.5"),
+    ({"min_speedup": 0}, "sglang_dflash_min_speedup must be more than 0.0, not 0"),
+    ({"min_speedup": 1.1, "speed_probe": "false"}, "sglang_dflash_min_speedup need(s) the speed probe"),
+    ({"fallback_algorithm": "EAGLE"}, "sglang_dflash_fallback_algorithm must be DFLASH or unset, not 'EAGLE'"),
+])
+def test_ddtree_and_gate_settings_are_checked_before_any_change(settings, message):
+    plan = deployment_plan(facts_for(NEXTN), dict(SETTINGS, **settings))
+    assert any(message in e for e in plan["errors"]), plan["errors"]
+    assert plan["files"] == {}
+
+
+def test_gates_are_converted_from_extra_vars_strings():
+    plan = deployment_plan(facts_for(NEXTN), dict(SETTINGS, min_accept_length="4", min_speedup="1.25",
+                                                  speed_probe="yes"))
+    assert plan["errors"] == [] and plan["settings"]["min_accept_length"] == 4.0
+    assert plan["settings"]["min_speedup"] == 1.25 and plan["settings"]["speed_probe"] is True

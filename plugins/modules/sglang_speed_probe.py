@@ -1,0 +1,167 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_speed_probe
+short_description: Measure an SGLang server's decode speed and speculative acceptance length
+version_added: "0.2.0"
+description:
+  - Sends a short fixed set of prompts, one at a time, to the server's native C(POST /generate) on the host
+    itself and measures output tokens per second, request latency and the average acceptance length of
+    speculative decoding.
+  - Requests are raw text (no chat template, so no thinking mode), greedy, with no grammar, and use
+    C(ignore_eos) so that every request produces exactly O(max_new_tokens) tokens and two servers are compared
+    on the same work.
+  - The acceptance length is read where SGLang 0.5.11 to 0.5.23 report it, in this order
+    C(meta_info.spec_verify_ct) with C(completion_tokens) (token-weighted over the prompts),
+    C(meta_info.spec_accept_length), then C(/server_info) C(internal_states[].avg_spec_accept_length)
+    (the server's average since it started). It is null for a server without speculative decoding.
+  - The role M(gpufleet.sglang.sglang_dflash) measures the previous server before the switch and the new one
+    after it, and gates the switch on the figures (filter P(gpufleet.sglang.sglang_speed_verdict#filter)).
+author:
+  - gpufleet.sglang contributors (@gpufleet)
+options:
+  host:
+    description: Address the server is reached at from the host itself.
+    type: str
+    default: 127.0.0.1
+  port:
+    description: Port of the server.
+    type: int
+    default: 30000
+  prompts:
+    description: The prompts, sent one after another. Empty uses four plain, non-thinking prompts.
+    type: list
+    elements: str
+    default: []
+  max_new_tokens:
+    description: Tokens generated per request.
+    type: int
+    default: 128
+  warmup_requests:
+    description: Unmeasured requests sent first (CUDA graphs and caches warm up on them).
+    type: int
+    default: 1
+  timeout:
+    description: Seconds one request may take.
+    type: int
+    default: 120
+requirements:
+  - Python 3.8 or newer on the target, standard library only.
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
+notes:
+  - The requests are real work for the server (a few seconds on a GPU). Run it when a few requests more
+    are acceptable, for example right before and after a switch.
+  - Figures of one client on a shared server vary; compare servers measured the same way, close in time.
+seealso:
+  - module: gpufleet.sglang.sglang_wait_ready
+"""
+
+EXAMPLES = r"""
+- name: Measure the server before changing it
+  gpufleet.sglang.sglang_speed_probe:
+    port: 30000
+    max_new_tokens: 128
+  register: before
+
+- name: Show the figures
+  ansible.builtin.debug:
+    msg: "{{ before.tokens_per_s }} tokens/s, acceptance length {{ before.accept_length }}"
+"""
+
+RETURN = r"""
+measured:
+  description: Whether every request answered.
+  returned: always
+  type: bool
+problem:
+  description: Why the server could not be measured; null when it was.
+  returned: always
+  type: str
+requests:
+  description: Measured requests (warm-up not counted).
+  returned: always
+  type: int
+output_tokens:
+  description: Tokens the measured requests produced.
+  returned: always
+  type: int
+elapsed_s:
+  description: Seconds the measured requests took, one after another.
+  returned: always
+  type: float
+tokens_per_s:
+  description: Output tokens per second of one client (O(output_tokens) / O(elapsed_s)).
+  returned: always
+  type: float
+  sample: 198.7
+latency_s_median:
+  description: Median seconds of one request.
+  returned: always
+  type: float
+latency_s_max:
+  description: Longest request, in seconds.
+  returned: always
+  type: float
+accept_length:
+  description: Average tokens accepted per verify step (including the bonus token); null without speculation.
+  returned: always
+  type: float
+  sample: 6.02
+accept_length_source:
+  description: Where the acceptance length was read.
+  returned: always
+  type: str
+  sample: meta_info.spec_verify_ct
+max_new_tokens:
+  description: Tokens generated per request.
+  returned: always
+  type: int
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import read_server_info
+from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import measure
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            host=dict(type="str", default="127.0.0.1"),
+            port=dict(type="int", default=30000),
+            prompts=dict(type="list", elements="str", default=[]),
+            max_new_tokens=dict(type="int", default=128),
+            warmup_requests=dict(type="int", default=1),
+            timeout=dict(type="int", default=120),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    host = socket.gethostname()
+    for option, low, high in (("port", 1, 65535), ("max_new_tokens", 1, 65536), ("warmup_requests", 0, 100),
+                              ("timeout", 1, 86400)):
+        if not low <= p[option] <= high:
+            module.fail_json(msg="host %s: %s must be between %d and %d, not %s" % (host, option, low, high, p[option]))
+    address = "[%s]" % p["host"] if ":" in p["host"] else p["host"]
+    base_url = "http://%s:%d" % (address, p["port"])
+    result = measure(base_url, p["prompts"], p["max_new_tokens"], p["timeout"], p["warmup_requests"],
+                     read_info=lambda: read_server_info(base_url, 10.0)[0])
+    if not result["measured"]:
+        module.fail_json(msg="host %s: the server at %s could not be measured: %s" % (host, base_url, result["problem"]),
+                         **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
