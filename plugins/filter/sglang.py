@@ -3,13 +3,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters the sglang_dflash role uses to decide, confirm and report a deployment.
 
-Thin wrappers: the logic lives in module_utils (deployment.py, sglang_deploy.py, server_probe.py),
-shared with the tests.
+Thin wrappers: the logic lives in module_utils (deployment.py, sglang_deploy.py, server_probe.py,
+speed_probe.py), shared with the tests.
 """
 
 from __future__ import absolute_import, division, print_function
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils import deployment, server_probe, sglang_deploy
+from ansible_collections.gpufleet.sglang.plugins.module_utils import (
+    deployment,
+    server_probe,
+    sglang_deploy,
+    speed_probe,
+)
 
 
 def sglang_deployment_plan(facts, settings):
@@ -27,9 +32,24 @@ def sglang_rollback_message(plan, facts, host, algorithm, outcome):
     return deployment.rollback_message(dict(plan or {}), dict(facts or {}), host, algorithm, dict(outcome or {}))
 
 
+def sglang_rollout_record(plan, facts, measurements, outcome, reason=None, when=None):
+    """What a switch did and measured, as the host keeps it (see deployment.rollout_record)."""
+    return deployment.rollout_record(dict(plan or {}), dict(facts or {}), dict(measurements or {}),
+                                     outcome, reason, when)
+
+
 def sglang_server_info_diff(info, expected):
     """[[key, wanted, reported]] where the running server differs from what was asked."""
     return sglang_deploy.confirm_server_info(info or {}, expected or {})
+
+
+def sglang_speed_verdict(after, before=None, min_accept_length=None, min_speedup=None):
+    """Do the new server's speed figures pass the gates? The verdict plus a one-line summary."""
+    after = dict(after or {})
+    before = dict(before or {}) if before else None
+    result = speed_probe.verdict(after, before, min_accept_length, min_speedup)
+    result["summary"] = speed_probe.summary_line(after, before, result["speedup"])
+    return result
 
 
 def sglang_redact(lines, secrets):
@@ -80,6 +100,11 @@ def sglang_rollout_summary(hostvars, hosts):
         lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
                   for kind in ("removed", "added", "overridden")]
         lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
+        if r.get("fallback"):
+            lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
+        if (r.get("speed") or {}).get("summary"):
+            speed = r["speed"]
+            lines.append("  speed: %s%s" % (speed["summary"], "".join("; " + n for n in speed.get("notes") or [])))
     return lines
 
 
@@ -113,7 +138,9 @@ class FilterModule(object):
             "sglang_refusal_message": sglang_refusal_message,
             "sglang_rollback_message": sglang_rollback_message,
             "sglang_server_info_diff": sglang_server_info_diff,
+            "sglang_rollout_record": sglang_rollout_record,
             "sglang_redact": sglang_redact,
+            "sglang_speed_verdict": sglang_speed_verdict,
             "sglang_fleet_rows": sglang_fleet_rows,
             "sglang_rollout_stopped": sglang_rollout_stopped,
             "sglang_rollout_summary": sglang_rollout_summary,

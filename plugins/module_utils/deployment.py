@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
+import math
 import os
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import (
@@ -76,9 +77,9 @@ def normalize_settings(raw):
         except ValueError:
             problems.append("sglang_dflash_%s must be a number, not %r" % (key, value))
             continue
-        if number < low or (low == 0.0 and number <= 0.0) or number != number:
-            problems.append("sglang_dflash_%s must be %s %s, not %s" % (key, "at least" if low else "more than",
-                                                                      low, value))
+        if math.isnan(number) or number < low or (low == 0.0 and number <= 0.0):
+            bound = ("at least %s" if low else "more than %s") % low
+            problems.append("sglang_dflash_%s must be %s, not %s" % (key, bound, value))
             continue
         settings[key] = number
     for key, default in BOOLEAN_SETTINGS.items():
@@ -377,3 +378,35 @@ def rollback_message(plan, facts, host, algorithm, outcome):
     if started_again:
         text += " Units started again: %s." % ", ".join(started_again)
     return text + " Last journal lines of %s: %s" % (plan.get("unit"), " | ".join(outcome.get("journal") or []))
+
+
+MEASUREMENT_FIELDS = ("measured", "problem", "tokens_per_s", "latency_s_median", "accept_length",
+                      "accept_length_source", "requests", "max_new_tokens")
+
+
+def _measurement(result):
+    """The figures of a sglang_speed_probe result; None when it was not run (skipped or absent)."""
+    if not result or result.get("skipped") or "measured" not in result:
+        return None
+    return dict((k, result.get(k)) for k in MEASUREMENT_FIELDS)
+
+
+def rollout_record(plan, facts, measurements, outcome, reason, when):
+    """What a switch did and measured, as the host keeps it (JSON) for the fleet report.
+
+    measurements: {before, after} (sglang_speed_probe results, or None) and verdict (sglang_speed_verdict's).
+    outcome: switched | rolled back.
+    """
+    verdict = (measurements or {}).get("verdict") or {}
+    settings = (plan or {}).get("settings") or {}
+    return {
+        "time": when, "unit": plan.get("unit"), "outcome": outcome, "reason": reason,
+        "asked_algorithm": settings.get("algorithm"), "algorithm": plan.get("algorithm"),
+        "fallback": plan.get("fallback"), "release": ((facts or {}).get("package") or {}).get("version"),
+        "before": _measurement((measurements or {}).get("before")),
+        "after": _measurement((measurements or {}).get("after")),
+        "speedup": verdict.get("speedup"), "speed_summary": verdict.get("summary"),
+        "gates": {"min_accept_length": settings.get("min_accept_length"), "min_speedup": settings.get("min_speedup"),
+                  "passed": verdict.get("passed"), "problems": verdict.get("problems") or [],
+                  "notes": verdict.get("notes") or []},
+    }

@@ -241,6 +241,10 @@ def gather(params, check_mode):
     if env_file:
         facts["managed_env_file"] = {"path": env_file, "exists": os.path.isfile(env_file),
                                      "sha256": file_digest(env_file)}
+    record = params.get("rollout_record")
+    if record:
+        entry = read_json_file(record) if os.path.isfile(record) else {}
+        facts["rollout_record"] = entry.get("config") if "error" not in entry else {"error": entry["error"]}
     unit_file = params.get("managed_unit_file")
     if unit_file:
         exists = os.path.isfile(unit_file)

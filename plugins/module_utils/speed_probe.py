@@ -178,8 +178,9 @@ def summary_line(after, before=None, speedup=None):
         return fmt % value if value is not None else "-"
 
     before = before or {}
-    parts = ["tokens/s %s -> %s%s" % (figure(before, "tokens_per_s", "%.1f"), figure(after, "tokens_per_s", "%.1f"),
-                                     " (%.2fx)" % speedup if speedup is not None else ""),
+    ratio = " (%.2fx)" % speedup if speedup is not None else ""
+    parts = ["tokens/s %s -> %s%s" % (figure(before, "tokens_per_s", "%.1f"),
+                                      figure(after, "tokens_per_s", "%.1f"), ratio),
              "acceptance %s -> %s" % (figure(before, "accept_length", "%.2f"), figure(after, "accept_length", "%.2f")),
              "latency %s -> %s s" % (figure(before, "latency_s_median", "%.2f"),
                                      figure(after, "latency_s_median", "%.2f"))]

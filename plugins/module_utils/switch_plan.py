@@ -208,7 +208,8 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
         extra_options = from_extra
 
     result = {"mode": mode, "capabilities": caps, "flag_names": dict((i, names.get(i)) for i in wanted),
-              "algorithm": algorithm, "fallback": fallback, "errors": errors, "args": None, "args_raw": None, "secret_env": {},
+              "algorithm": algorithm, "fallback": fallback, "errors": errors, "args": None, "args_raw": None,
+              "secret_env": {},
               "changes": {"kept": [], "removed": [], "added": [], "overridden": []},
               "expected_server_info": {}, "port": None}
     if errors:

@@ -47,6 +47,11 @@ options:
   managed_unit_file:
     description: Path of a unit file this collection writes for a new service; its content is returned.
     type: path
+  rollout_record:
+    description:
+      - Path of the record the role gpufleet.sglang.sglang_dflash keeps of its last switch on the host, a JSON
+        file with the time, the algorithm, the outcome and the speed before and after; returned as RV(rollout_record).
+    type: path
   model_path:
     description:
       - Target model directory; its C(config.json) is read.
@@ -199,6 +204,10 @@ related_units:
   description: For each of O(related_units), C(exists), C(active_state) and C(unit_file_state).
   returned: always
   type: dict
+rollout_record:
+  description: The content of O(rollout_record); null when there is none, C({error}) when it cannot be read.
+  returned: when O(rollout_record) is set
+  type: dict
 managed_env_file:
   description: C(path), C(exists) and C(sha256) of O(managed_env_file).
   returned: when O(managed_env_file) is set
@@ -232,6 +241,7 @@ def main():
             launcher_modules=dict(type="list", elements="str", default=["sglang.launch_server"]),
             managed_dropin=dict(type="str"),
             managed_env_file=dict(type="path"),
+            rollout_record=dict(type="path"),
             managed_unit_file=dict(type="path"),
             model_path=dict(type="path"),
             draft_model_path=dict(type="path"),

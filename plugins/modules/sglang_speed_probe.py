@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_speed_probe
 short_description: Measure an SGLang server's decode speed and speculative acceptance length
-version_added: "0.2.0"
+version_added: "0.1.0"
 description:
   - Sends a short fixed set of prompts, one at a time, to the server's native C(POST /generate) on the host
     itself and measures output tokens per second, request latency and the average acceptance length of
@@ -23,7 +23,7 @@ description:
     C(meta_info.spec_verify_ct) with C(completion_tokens) (token-weighted over the prompts),
     C(meta_info.spec_accept_length), then C(/server_info) C(internal_states[].avg_spec_accept_length)
     (the server's average since it started). It is null for a server without speculative decoding.
-  - The role M(gpufleet.sglang.sglang_dflash) measures the previous server before the switch and the new one
+  - The role gpufleet.sglang.sglang_dflash measures the previous server before the switch and the new one
     after it, and gates the switch on the figures (filter P(gpufleet.sglang.sglang_speed_verdict#filter)).
 author:
   - gpufleet.sglang contributors (@gpufleet)
@@ -100,7 +100,7 @@ elapsed_s:
   returned: always
   type: float
 tokens_per_s:
-  description: Output tokens per second of one client (O(output_tokens) / O(elapsed_s)).
+  description: Output tokens per second of one client (RV(output_tokens) / RV(elapsed_s)).
   returned: always
   type: float
   sample: 198.7
@@ -141,7 +141,7 @@ def main():
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
             prompts=dict(type="list", elements="str", default=[]),
-            max_new_tokens=dict(type="int", default=128),
+            max_new_tokens=dict(type="int", default=128, no_log=False),
             warmup_requests=dict(type="int", default=1),
             timeout=dict(type="int", default=120),
         ),
@@ -158,8 +158,8 @@ def main():
     result = measure(base_url, p["prompts"], p["max_new_tokens"], p["timeout"], p["warmup_requests"],
                      read_info=lambda: read_server_info(base_url, 10.0)[0])
     if not result["measured"]:
-        module.fail_json(msg="host %s: the server at %s could not be measured: %s" % (host, base_url, result["problem"]),
-                         **result)
+        module.fail_json(msg="host %s: the server at %s could not be measured: %s"
+                             % (host, base_url, result["problem"]), **result)
     module.exit_json(changed=False, **result)
 
 

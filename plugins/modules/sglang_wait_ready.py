@@ -16,8 +16,8 @@ description:
   - Polls the systemd unit and the server together. A unit that failed, is waiting to be restarted or was
     restarted by systemd is reported within one poll interval, with the unit's last journal lines, instead of
     after the whole O(timeout).
-  - Once C(/health) answers 200, sends one real generation request (C(POST /generate), a few greedy tokens):
-    a server can answer C(/health) and still fail on its first request. Then reads C(/server_info) (or
+  - Once C(/health) answers 200, sends one real generation request (C(POST /generate), a few greedy tokens),
+    since a server can answer C(/health) and still fail on its first request. Then reads C(/server_info) (or
     C(/get_server_info) on older releases) and returns it.
 author:
   - gpufleet.sglang contributors (@gpufleet)
@@ -145,7 +145,7 @@ def main():
             journal_lines=dict(type="int", default=40),
             redact=dict(type="list", elements="str", default=[], no_log=True),
             check_generation=dict(type="bool", default=True),
-            generation_tokens=dict(type="int", default=8),
+            generation_tokens=dict(type="int", default=8, no_log=False),
             fail_when_not_ready=dict(type="bool", default=True),
         ),
         supports_check_mode=True,

@@ -99,7 +99,8 @@ def test_a_server_without_speculative_decoding_has_no_acceptance_length(playbook
 def test_nothing_listening_fails_naming_the_address(playbook):
     port = free_port()
     r = playbook.module("gpufleet.sglang.sglang_speed_probe", {"port": port, "warmup_requests": 0})
-    assert r["failed"] and r["msg"].startswith("host ") and "http://127.0.0.1:%d could not be measured" % port in r["msg"]
+    assert r["failed"] and r["msg"].startswith("host ")
+    assert "http://127.0.0.1:%d could not be measured" % port in r["msg"]
     assert "request 1 of 4: POST /generate answered nothing" in r["msg"]
 
 

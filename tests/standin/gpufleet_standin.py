@@ -13,6 +13,8 @@ Failure knobs for the tests (simulated, set per drafter directory):
   would (under Restart= that is a crash loop);
 - a file GPUFLEET_STANDIN_SERVER_INFO.json is merged into /server_info, so the server reports other
   settings than it was given (as a build that silently ignores a flag would);
+- a file GPUFLEET_STANDIN_GENERATE_FAIL makes every POST /generate answer 500 with the file's text
+  while /health answers 200 (a server that comes up and breaks on its first request);
 - a file GPUFLEET_STANDIN_ACCEPT_LENGTH (a number) sets the SIMULATED average acceptance length of
   that drafter (a drafter trained for another target accepts 1.4-3 tokens per step, a matching one 6+).
 
@@ -97,6 +99,7 @@ class State(object):
     ready = False
     info = {}
     accept_length = None  # None: no speculative decoding
+    generate_error = None
     lock = threading.Lock()
     total_tokens = 0
     total_verify_steps = 0
@@ -173,6 +176,10 @@ class Handler(BaseHTTPRequestHandler):
         if not State.ready:
             self._send(503, {"error": "the server is still loading"})
             return
+        if State.generate_error:
+            log(State.generate_error)
+            self._send(500, {"error": {"message": State.generate_error, "type": "InternalServerError"}})
+            return
         try:
             length = int(self.headers.get("Content-Length") or 0)
             request = json.loads(self.rfile.read(length) or b"{}")
@@ -207,6 +214,10 @@ def main(argv):
         log("reporting simulated settings from %s" % override)
     State.accept_length = simulated_accept_length(settings.get("speculative_algorithm"), draft)
     log("simulated acceptance length: %s" % State.accept_length)
+    failing = os.path.join(draft or "", "GPUFLEET_STANDIN_GENERATE_FAIL")
+    if draft and os.path.exists(failing):
+        with open(failing) as handle:
+            State.generate_error = handle.read().strip() or "generation failed"
     server = ThreadingHTTPServer((settings.get("host") or "127.0.0.1", int(settings.get("port") or 30000)), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     log("listening on %s:%s, loading weights" % server.server_address[:2])

@@ -376,7 +376,7 @@ def test_drafter_schemas_old_and_new_pass():
 
 def ddtree_build_flags():
     """0.5.23's flags plus the budget flag of sgl-project/sglang PR #29907, as a patched build has it."""
-    budget = {"name": "--speculative-ddtree-budget", "aliases": [], "takes_value": True, "metavar": "SPECULATIVE_DDTREE_BUDGET",
+    budget = {"name": "--speculative-ddtree-budget", "aliases": [], "takes_value": True, "metavar": None,
               "choices": None, "default": None, "hidden": False,
               "help": "DDTree verify budget (tree nodes beyond the root). Default: block size - 1."}
     return flags("0.5.23") + [budget]

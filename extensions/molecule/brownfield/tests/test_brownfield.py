@@ -1,6 +1,8 @@
 """The user's box switched in place: every operator setting still in effect, NEXTN gone, DFlash in,
-the token never printed; a second run changes nothing; a crashing drafter is undone exactly."""
+the token never printed, faster than NEXTN with a matching drafter; a second run changes nothing; a
+crashing drafter and a drafter that does not match the target (speed gate) are undone exactly."""
 
+import json
 import os
 import sys
 import time
@@ -91,6 +93,24 @@ def test_token_never_printed_and_no_previous_state_left(host):
     assert host.check_output("find /etc/systemd/system -name '*~' | wc -l") == "0"
 
 
+RECORD = "/var/lib/gpufleet-sglang/sglang-qwen.service.last-rollout.json"
+
+
+def test_the_switch_was_measured_against_nextn_and_passed_the_gates(host):
+    record = json.loads(host.file(RECORD).content_string)
+    assert record["outcome"] == "switched" and record["algorithm"] == "DFLASH"
+    before, after = record["before"], record["after"]
+    # SIMULATED by the stand-in: NEXTN accepts 2.6 tokens per step, the matching drafter 6.4; what is
+    # real is the measuring: four prompts of 64 tokens each through POST /generate, before and after,
+    # counted as the server reports them: 64 tokens in ceil(64 / 2.6) = 25 verify steps is 2.56.
+    assert before["accept_length"] == 2.56 and after["accept_length"] == 6.4
+    assert before["accept_length_source"] == after["accept_length_source"] == "meta_info.spec_verify_ct"
+    assert before["requests"] == after["requests"] == 4 and after["max_new_tokens"] == 64
+    assert record["gates"]["passed"] and record["speedup"] >= 1.2
+    assert (record["gates"]["min_accept_length"], record["gates"]["min_speedup"]) == (4.0, 1.2)
+    sys.stderr.write("\nbrownfield speed proof: %s\n" % record["speed_summary"])
+
+
 def test_second_run_changes_nothing_and_does_not_restart(host):
     before = show(host, UNIT, "MainPID", "ExecMainStartTimestamp")
     run = rollout()
@@ -120,3 +140,29 @@ def test_crashing_drafter_is_undone_exactly(host):
     line = next(x for x in run.output.splitlines() if "the switch to DFLASH failed" in x)
     sys.stderr.write("\nbrownfield crash run: %.1fs in all; %s\n" % (
         took, line[line.index("(") + 1:line.index("Last journal")][:400]))
+
+
+def test_a_drafter_for_another_target_is_rolled_back_by_the_speed_gate(host):
+    dropin_before = host.file(OUR_DROPIN).content_string
+    run = rollout("-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-mismatch")
+    assert run.returncode != 0
+    line = max((x for x in run.output.splitlines() if "the switch to DFLASH failed" in x), key=len)
+    assert "does not pass the speed gates: average acceptance length 1.60 is below " \
+           "sglang_dflash_min_accept_length 4.0" in line
+    assert "below sglang_dflash_min_speedup 1.2" in line and "the previous service is back and healthy" in line
+    assert host.run("sha256sum -c /root/operator-files.sha256").rc == 0
+    assert host.file(OUR_DROPIN).content_string == dropin_before
+    assert health_status(host, PORT) == "200"
+    assert server_info(host, PORT)["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"
+    record = json.loads(host.file(RECORD).content_string)
+    assert record["outcome"] == "rolled back" and record["after"]["accept_length"] == 1.6
+    assert record["gates"]["passed"] is False and "speed gates" in record["reason"]
+
+
+def test_a_server_that_breaks_on_its_first_request_is_rolled_back(host):
+    run = rollout("-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-nogen")
+    assert run.returncode != 0
+    assert "/health answered 200 but the first generation failed: POST /generate answered 500" in run.output
+    assert "illegal memory access" in run.output and "the previous service is back and healthy" in run.output
+    assert host.run("sha256sum -c /root/operator-files.sha256").rc == 0
+    assert server_info(host, PORT)["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"

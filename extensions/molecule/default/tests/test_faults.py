@@ -73,12 +73,22 @@ def test_refused_before_any_change(host, training_running, variables, message):
 
 
 @pytest.mark.parametrize("option, value", [("sglang_dflash_gpu_release_timeout", "abc"),
-                                           ("sglang_dflash_health_timeout", "-5")])
+                                           ("sglang_dflash_health_timeout", "-5"),
+                                           ("sglang_dflash_min_speedup", "fast")])
 def test_bad_numbers_from_the_command_line_are_refused_by_name(host, training_running, option, value):
     before = state(host)
     run = rollout("-e", "%s=%s" % (option, value))
     assert run.returncode != 0 and option in run.output, run.output[-3000:]
     assert state(host) == before
+
+
+def test_ddtree_on_a_release_without_it_is_refused_unless_the_fallback_is_opted_in(host, training_running):
+    before = state(host)
+    run = rollout("-e", "sglang_dflash_algorithm=DDTREE")
+    assert run.returncode != 0
+    assert "host %s, unit sglang.service: cannot deploy DDTREE with sglang 0.5.23" % NODE in run.output
+    assert "sglang_dflash_fallback_algorithm=DFLASH would run DFLASH on such hosts" in run.output
+    assert "Nothing was changed on this host." in run.output and state(host) == before
 
 
 def test_numbers_given_as_strings_on_the_command_line_work(host):

@@ -1,7 +1,9 @@
 """A rolling rollout over sixteen SSH hosts in batches of four: batch 1 switched (each release with
-its own flag names), batch 2 has a refused host and a rolled-back one, so batches 3 and 4 are
-never started; the summary names every host's state."""
+its own flag names, the DDTree build with its budget, a release without DDTree on the opted-in DFLASH
+fallback), batch 2 has a refused host and a rolled-back one, so batches 3 and 4 are never started;
+the summary names every host's state and the speed before and after."""
 
+import json
 import os
 import sys
 
@@ -33,6 +35,11 @@ def test_every_node_runs_what_its_batch_decided(host):
     if node in SWITCHED:
         assert host.file(OUR_DROPIN).exists and not host.service("train-qwen").is_running
         assert info["speculative_algorithm"] == ("DDTREE" if node == "fleet-03-ddtree" else "DFLASH")
+        record = json.loads(host.file("/var/lib/gpufleet-sglang/sglang.service.last-rollout.json").content_string)
+        assert record["outcome"] == "switched" and record["algorithm"] == info["speculative_algorithm"]
+        # The old servers ran without speculative decoding; the drafter's acceptance is SIMULATED (6.4).
+        assert record["before"]["measured"] and record["before"]["accept_length"] is None
+        assert record["after"]["accept_length"] == 6.4 and record["speedup"] > 0
         return
     # Refused (0.5.6), rolled back (crashing drafter) or never started: as before the rollout,
     # with the training job running.
@@ -61,3 +68,29 @@ def test_the_summary_names_every_hosts_state():
     assert "2 of 4 host(s) failed (fleet-05-056, fleet-06-crash)" in output
     # The batches as the rollout ran them.
     assert "batch 2 (fleet-05-056, fleet-06-crash, fleet-07-0523, fleet-08-0523)" in output
+
+
+def test_the_ddtree_build_got_its_budget_flag(host):
+    if name(host) != "fleet-03-ddtree":
+        return
+    flags = written_flags(host)
+    assert "--speculative-ddtree-budget" in flags
+    assert server_info(host)["speculative_ddtree_budget"] == 15
+
+
+def test_a_release_without_ddtree_runs_the_opted_in_fallback(host):
+    if name(host) != "fleet-04-0523":
+        return
+    assert "--speculative-ddtree-budget" not in written_flags(host)
+    assert "# DFLASH instead of DDTREE: this build has no DDTREE" in host.file(OUR_DROPIN).content_string
+    record = json.loads(host.file("/var/lib/gpufleet-sglang/sglang.service.last-rollout.json").content_string)
+    assert (record["asked_algorithm"], record["algorithm"]) == ("DDTREE", "DFLASH")
+    assert "fleet-04-0523: sglang.service (switch) sglang 0.5.23 DFLASH changed" in rollout_output()
+    assert "  fallback: DFLASH instead of DDTREE, this build has no DDTREE" in rollout_output()
+
+
+def test_every_switched_host_shows_its_speed_before_and_after():
+    lines = rollout_output().splitlines()
+    speed = [x for x in lines if "  speed: tokens/s" in x]
+    assert len(speed) == len(SWITCHED), speed
+    assert all("acceptance - -> 6.40" in x for x in speed), speed

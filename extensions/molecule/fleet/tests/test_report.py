@@ -36,6 +36,13 @@ def test_fleet_report_has_the_right_facts_for_each_host():
     assert any("DFLASH is not supported" in reason for reason in c["reasons"])
     # The training job still holds GPU 0 on the node the rollout never changed, and its unit is named.
     assert [p["unit"] for p in c["facts"]["gpus"]["processes"]] == ["train-qwen.service"]
+    # Each host's last switch, as the host recorded it, with the SIMULATED figures of the lab.
+    assert a["facts"]["rollout_record"]["outcome"] == "switched"
+    assert a["facts"]["rollout_record"]["after"]["accept_length"] == 6.4
+    crashed = rows["fleet-06-crash"]["facts"]["rollout_record"]
+    assert crashed["outcome"] == "rolled back" and "crash loop" in crashed["reason"] and crashed["after"] is None
+    assert rows["fleet-09-0523"]["facts"]["rollout_record"] is None  # never switched
+    assert rows["fleet-04-0523"]["facts"]["rollout_record"]["fallback"]["to"] == "DFLASH"
     assert rows["fleet-zz-offline"]["status"] in ("unreachable", "failed")
     with open(os.path.join(report_dir, "fleet-report.html")) as handle:
         html = handle.read()
