@@ -23,6 +23,8 @@ from ansible.module_utils.urls import open_url
 STATE_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "MainPID", "Result", "InvocationID",
                     "ExecMainStartTimestampMonotonic")
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# Where a module reaches the server from the host itself (documented in doc_fragments/server_endpoint.py).
+SERVER_ENDPOINT_ARGS = dict(host=dict(type="str", default="127.0.0.1"), port=dict(type="int", default=30000))
 
 
 def http_get(url, timeout):

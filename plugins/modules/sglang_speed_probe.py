@@ -28,14 +28,6 @@ description:
 author:
   - gpufleet.sglang contributors (@gpufleet)
 options:
-  host:
-    description: Address the server is reached at from the host itself.
-    type: str
-    default: 127.0.0.1
-  port:
-    description: Port of the server.
-    type: int
-    default: 30000
   prompts:
     description: The prompts, sent one after another. Empty uses four plain, non-thinking prompts.
     type: list
@@ -58,6 +50,7 @@ requirements:
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
   - gpufleet.sglang.attributes.info_module
+  - gpufleet.sglang.server_endpoint
 notes:
   - The requests are real work for the server (a few seconds on a GPU). Run it when a few requests more
     are acceptable, for example right before and after a switch.
@@ -131,15 +124,14 @@ max_new_tokens:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import read_server_info
+from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import SERVER_ENDPOINT_ARGS, read_server_info
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import measure
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            host=dict(type="str", default="127.0.0.1"),
-            port=dict(type="int", default=30000),
+            SERVER_ENDPOINT_ARGS,
             prompts=dict(type="list", elements="str", default=[]),
             max_new_tokens=dict(type="int", default=128, no_log=False),
             warmup_requests=dict(type="int", default=1),

@@ -26,14 +26,6 @@ options:
     description: The SGLang unit.
     type: str
     required: true
-  host:
-    description: Address the server is reached at from the host itself.
-    type: str
-    default: 127.0.0.1
-  port:
-    description: Port of the server.
-    type: int
-    default: 30000
   timeout:
     description: Seconds to wait for C(/health) to answer 200.
     type: int
@@ -69,6 +61,7 @@ requirements:
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
   - gpufleet.sglang.attributes.info_module
+  - gpufleet.sglang.server_endpoint
 seealso:
   - module: gpufleet.sglang.sglang_facts
 """
@@ -130,16 +123,19 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.sglang.plugins.module_utils.host_facts import run_systemctl
-from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import redact, wait_ready
+from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import (
+    SERVER_ENDPOINT_ARGS,
+    redact,
+    wait_ready,
+)
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import DEFAULT_PROMPTS, generate_once
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            SERVER_ENDPOINT_ARGS,
             service=dict(type="str", required=True),
-            host=dict(type="str", default="127.0.0.1"),
-            port=dict(type="int", default=30000),
             timeout=dict(type="int", default=600),
             poll_interval=dict(type="float", default=1.0),
             journal_lines=dict(type="int", default=40),
