@@ -378,7 +378,7 @@ def ddtree_build_flags():
     """0.5.23's flags plus the budget flag of sgl-project/sglang PR #29907, as a patched build has it."""
     budget = {"name": "--speculative-ddtree-budget", "aliases": [], "takes_value": True, "metavar": None,
               "choices": None, "default": None, "hidden": False,
-              "help": "DDTree verify budget (tree nodes beyond the root). Default: block size - 1."}
+              "help": "DDTREE only. Tree expansion budget. Defaults to speculative_num_draft_tokens - 1."}
     return flags("0.5.23") + [budget]
 
 
