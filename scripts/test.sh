@@ -2,20 +2,30 @@
 # The whole test suite, as CI runs it: set-up, linters, ansible-test sanity, the same sanity and the unit
 # tests on every other ansible-core minor that requires_ansible claims, pytest (unit + real
 # ansible-playbook integration), Molecule scenarios in containers.
-# Run one stage with e.g. `scripts/test.sh pytest` (stages: lint sanity versions pytest molecule).
+# Run some stages in order with e.g. `scripts/test.sh lint pytest` (stages: lint sanity versions pytest
+# molecule, or molecule:SCENARIO[,SCENARIO...]). With no stage named, every stage runs, in two lanes at
+# once (see run_all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# A lane (run_all) runs after the set-up of the run that started it.
+[ -n "${GPUFLEET_TEST_LANE:-}" ] || scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 # A skipped test (a tool missing here) fails the suite instead of passing it (tests/conftest.py).
 export GPUFLEET_TESTS_NO_SKIP=1
-stages=("$@")
-((${#stages[@]})) || stages=(lint sanity versions pytest molecule)
 
 stage() { printf '\n=== %s (%s)\n' "$1" "$(date +%T)"; SECONDS=0; }
 done_stage() { printf '=== %s took %ss\n' "$1" "$SECONDS"; }
 
-for s in "${stages[@]}"; do
+# pytest ARGS...: exit 5 means no test ran, a failure of the suite rather than a pass.
+run_pytest() {
+  local rc=0
+  python -m pytest -q -p no:cacheprovider "$@" || rc=$?
+  if [ "$rc" -eq 5 ]; then echo "pytest collected no tests" >&2; return 1; fi
+  return "$rc"
+}
+
+run_stage() {
+  local s=$1
   case "$s" in
     lint)
       stage lint
@@ -31,28 +41,56 @@ for s in "${stages[@]}"; do
       done_stage sanity ;;
     versions)
       stage versions
+      local core venv start
       for core in $(grep -v '^#' tests/sanity/ansible-core-matrix.txt); do
         start=$SECONDS
         venv="$PWD/.cache/ansible-core/${core%.*}"
         printf -- '--- ansible-core %s: sanity, unit tests\n' "$core"
         PATH="$venv/bin:$PATH" scripts/sanity.sh
-        rc=0
-        PATH="$venv/bin:$PATH" python -m pytest tests/unit -q -p no:cacheprovider || rc=$?
-        if [ "$rc" -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi
-        [ "$rc" -eq 0 ] || exit "$rc"
+        # Its own collection install: another pytest session may be running (run_all).
+        PATH="$venv/bin:$PATH" GPUFLEET_TEST_OUTPUT="$PWD/tests/output/ansible-core-${core%.*}" run_pytest tests/unit
         printf -- '--- ansible-core %s took %ss\n' "$core" "$((SECONDS - start))"
       done
       done_stage versions ;;
     pytest)
       stage pytest
-      rc=0
-      python -m pytest tests/unit tests/integration -q -p no:cacheprovider || rc=$?
-      # Exit 5 means no test ran: that is a failure of the suite, not a pass.
-      if [ "$rc" -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi
-      [ "$rc" -eq 0 ] || exit "$rc"
+      run_pytest tests/unit tests/integration
       done_stage pytest ;;
-    molecule)
-      if [ -x tests/molecule.sh ]; then stage molecule; tests/molecule.sh; done_stage molecule; fi ;;
-    *) echo "unknown stage $s (lint sanity versions pytest molecule)" >&2; exit 2 ;;
+    molecule | molecule:*)
+      local scenarios=()
+      [ "$s" = molecule ] || IFS=, read -ra scenarios <<<"${s#molecule:}"
+      stage "$s"
+      tests/molecule.sh "${scenarios[@]}"
+      done_stage "$s" ;;
+    *) echo "unknown stage $s (lint sanity versions pytest molecule molecule:SCENARIO,...)" >&2; exit 2 ;;
   esac
-done
+}
+
+# Every stage keeps about one core busy (ansible-test, pylint, ansible-playbook, one container's server),
+# and CI has two: all stages run as two lanes of about equal length at once, each lane this script with
+# its stages. The checks lane's output goes to a log, printed when both lanes are done; the caches both
+# lanes use are locked (tests/helpers.py, tests/molecule.sh).
+run_all() {
+  local log=.cache/test-logs/checks-lane.log checks_rc=0 system_rc=0 pid
+  local checks=(lint sanity versions molecule:default) system=(pytest molecule:brownfield,fleet)
+  mkdir -p "$(dirname "$log")"
+  export GPUFLEET_TEST_LANE=1
+  "$0" "${checks[@]}" >"$log" 2>&1 &
+  pid=$!
+  trap 'kill "$pid" 2>/dev/null || true' EXIT
+  printf '=== checks lane (%s): output in %s, shown at the end\n' "${checks[*]}" "$log"
+  printf '=== system lane (%s)\n' "${system[*]}"
+  "$0" "${system[@]}" || system_rc=$?
+  wait "$pid" || checks_rc=$?
+  trap - EXIT
+  printf '\n=== checks lane output (%s)\n' "$log"
+  cat "$log"
+  printf '\n=== lanes: checks (%s) rc=%s, system (%s) rc=%s\n' "${checks[*]}" "$checks_rc" "${system[*]}" "$system_rc"
+  [ "$checks_rc" -eq 0 ] && [ "$system_rc" -eq 0 ]
+}
+
+if (($#)); then
+  for s in "$@"; do run_stage "$s"; done
+else
+  run_all
+fi

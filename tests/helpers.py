@@ -4,6 +4,8 @@ Venvs live in a cache directory (GPUFLEET_TEST_CACHE, default ~/.cache/gpufleet-
 so that a second run reuses them; each is rebuilt when its recipe changes.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -13,7 +15,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-OUTPUT = REPO / "tests" / "output"
+# Two pytest sessions run at once in CI (scripts/test.sh): each gets its own output directory.
+OUTPUT = Path(os.environ.get("GPUFLEET_TEST_OUTPUT", REPO / "tests" / "output"))
 CACHE = Path(os.environ.get("GPUFLEET_TEST_CACHE", Path.home() / ".cache" / "gpufleet-sglang-tests"))
 FIXTURES = REPO / "tests" / "fixtures"
 
@@ -51,17 +54,28 @@ def collections_root():
     return _collections
 
 
+@contextlib.contextmanager
+def _cache_lock(name):
+    """Hold CACHE/locks/NAME while building a cache entry: sessions running at once wait for one build."""
+    locks = CACHE / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / name, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def _venv(name, recipe, build, venv_args=()):
     """Create CACHE/venvs/NAME with build(path) unless the same recipe made it already."""
     path = CACHE / "venvs" / name
     stamp = path / ".recipe"
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
-    if stamp.exists() and stamp.read_text() == digest:
-        return path
-    shutil.rmtree(path, ignore_errors=True)
-    run([sys.executable, "-m", "venv", *venv_args, path])
-    build(path)
-    stamp.write_text(digest)
+    with _cache_lock("venv-" + name):
+        if stamp.exists() and stamp.read_text() == digest:
+            return path
+        shutil.rmtree(path, ignore_errors=True)
+        run([sys.executable, "-m", "venv", *venv_args, path])
+        build(path)
+        stamp.write_text(digest)
     return path
 
 
@@ -125,12 +139,14 @@ def user_site_venv():
 def localpkg_wheel():
     """A wheel of tests/fixtures/localpkg, built once per content, for pip installs into directories."""
     out = CACHE / "wheels" / _localpkg_digest()[:16]
-    wheels = sorted(out.glob("sglang-*.whl"))
-    if not wheels:
-        shutil.rmtree(out, ignore_errors=True)
-        run([empty_venv() / "bin" / "python", "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
-             "-w", out, _local_checkout("wheel")], capture_output=True)
+    builder = empty_venv()
+    with _cache_lock("localpkg-wheel"):
         wheels = sorted(out.glob("sglang-*.whl"))
+        if not wheels:
+            shutil.rmtree(out, ignore_errors=True)
+            run([builder / "bin" / "python", "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
+                 "-w", out, _local_checkout("wheel")], capture_output=True)
+            wheels = sorted(out.glob("sglang-*.whl"))
     return wheels[0]
 
 
