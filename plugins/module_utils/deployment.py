@@ -24,6 +24,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy impo
     exec_start,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.switch_plan import listen_address, plan_arguments
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
     MANAGED_MARKER,
     render_exec_start,
@@ -119,10 +120,6 @@ def normalize_settings(raw):
         problems.append("sglang_dflash_draft_window_size (%d) must be at least sglang_dflash_block_size (%d): "
                         "SGLang refuses to start otherwise" % (window, block))
     return settings, problems
-
-
-def unit_name(name):
-    return name if "." in name else name + ".service"
 
 
 def environment_file_content(variables):
@@ -240,6 +237,7 @@ def deployment_plan(facts, raw_settings):
     unit_id = unit.get("id") or unit_name(settings.get("service_name") or "sglang")
     switch = bool(unit.get("exists")) and not unit.get("managed_by_us")
     plan = {"unit": unit_id, "mode": "switch" if switch else "install", "errors": errors, "needs_change": False,
+            "starts_server": False,
             "changes": {"kept": [], "removed": [], "added": [], "overridden": []}, "exec_start": None,
             "old_exec_start": (unit.get("exec_start") or {}).get("value"), "files": {},
             "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",
@@ -327,6 +325,9 @@ def deployment_plan(facts, raw_settings):
         else bool(env_state.get("exists"))
     plan["files"] = {"config": config, "env": env_file}
     plan["needs_change"] = config["changed"] or env_file["changed"]
+    # Only a run that (re)starts the server stops the units that hold its GPUs: a run with nothing
+    # to change on a running service leaves a training job that was started again alone.
+    plan["starts_server"] = plan["needs_change"] or not plan["old_active"]
     return plan
 
 
@@ -374,7 +375,7 @@ def rollback_message(plan, facts, host, algorithm, outcome):
         how = "the previous files are back (the service was not running before and is stopped again)"
     text = "host %s, unit %s: the switch to %s failed (%s); %s." % (host, plan.get("unit"), algorithm, why, how)
     started_again = sorted(name for name, state in (facts.get("related_units") or {}).items()
-                           if state.get("active_state") == "active")
+                           if state.get("active_state") == "active") if plan.get("starts_server") else []
     if started_again:
         text += " Units started again: %s." % ", ".join(started_again)
     return text + " Last journal lines of %s: %s" % (plan.get("unit"), " | ".join(outcome.get("journal") or []))

@@ -9,12 +9,16 @@ __metaclass__ = type
 
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
 import time
 
 MANIFEST = "manifest.json"
+# What save() itself writes before the manifest: a run interrupted before the manifest existed left at
+# most these, and had not changed any file yet (the change starts after save() returns).
+_PARTIAL_COPY = re.compile(r"^(\d+\.data|%s\.tmp)$" % re.escape(MANIFEST))
 
 
 class SnapshotError(Exception):
@@ -66,8 +70,7 @@ class Snapshot(object):
             files.append(entry)
         if dry_run:
             return files
-        os.makedirs(self.dir, 0o700)
-        os.chmod(self.dir, 0o700)
+        self._make_dir()
         for entry in files:
             if entry["existed"]:
                 target = os.path.join(self.dir, entry["copy"])
@@ -77,6 +80,23 @@ class Snapshot(object):
             json.dump({"taken": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "files": files}, handle)
         os.rename(self.manifest + ".tmp", self.manifest)
         return files
+
+    def _make_dir(self):
+        """Create the directory, or adopt one that an interrupted save() left without its manifest."""
+        if os.path.lexists(self.dir) and not os.path.isdir(self.dir):
+            raise SnapshotError("%s is in the way of the previous-state copy: it exists and is not a directory; "
+                                "nothing was changed: move it away and run again" % self.dir)
+        if os.path.isdir(self.dir):
+            others = sorted(name for name in os.listdir(self.dir) if not _PARTIAL_COPY.match(name))
+            if others:
+                raise SnapshotError(
+                    "%s exists without %s but holds %s, which this collection did not write; nothing was changed: "
+                    "check what put them there, then remove the directory and run again"
+                    % (self.dir, MANIFEST, ", ".join(others[:10])))
+            # Left by a save() that stopped before its manifest: no file had been changed yet.
+            shutil.rmtree(self.dir)
+        os.makedirs(self.dir, 0o700)
+        os.chmod(self.dir, 0o700)
 
     def restore(self, dry_run=False):
         if not self.exists():

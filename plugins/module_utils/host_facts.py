@@ -28,8 +28,8 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
     python_package,
     source_search,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
     UnitError,
     read_service,
@@ -40,13 +40,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit impor
 PYTHON_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH",
                       "VIRTUAL_ENV", "PATH")
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
-
-
-def run_systemctl(argv):
-    run = run_argv(argv, timeout=30, env=dict(os.environ, LC_ALL="C", SYSTEMD_PAGER="", SYSTEMD_COLORS="0"))
-    if run.error:
-        return 127, "", run.error
-    return run.rc, run.stdout, run.stderr
 
 
 def service_python_environment(unit):
@@ -130,7 +123,7 @@ def unit_states(names):
     """{unit: {exists, active_state, unit_file_state}} of the units to stop."""
     states = {}
     for name in names:
-        unit = name if "." in name else name + ".service"
+        unit = unit_name(name)
         rc, out, _err = run_systemctl(["systemctl", "show", "--no-pager", "-p",
                                        "LoadState,ActiveState,UnitFileState", unit])
         show = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)

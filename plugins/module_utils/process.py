@@ -151,3 +151,4 @@ def _kill_group(proc):
             proc.kill()
         except OSError:
             pass
+

@@ -20,6 +20,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
+
 SHOW_PROPERTIES = (
     "Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "FragmentPath", "DropInPaths",
     "User", "Group", "WorkingDirectory", "Environment", "EnvironmentFiles", "ExecStart", "MainPID",
@@ -488,7 +490,7 @@ def read_service(name, launchers, run_systemctl, managed_dropin=None):
     collection's own drop-in, left out of "the operator's command" (it is what we write).
     Returns a dict; `error` says why the command could not be resolved (the rest is still filled).
     """
-    unit = name if "." in name else name + ".service"
+    unit = unit_name(name)
     rc, out, err = run_systemctl(["systemctl", "show", "--no-pager", "-p", ",".join(SHOW_PROPERTIES), unit])
     if rc != 0:
         raise UnitError("systemctl show %s failed (rc=%s): %s" % (unit, rc, (err or out).strip()[:300]))

@@ -35,9 +35,17 @@ options:
     type: float
     default: 1.0
   journal_lines:
-    description: Journal lines of the unit returned when it is not ready.
+    description:
+      - Journal lines of the unit returned when it is not ready, the last ones logged after
+        O(journal_since_monotonic_us), so none of them is the previous server's.
     type: int
     default: 40
+  journal_since_monotonic_us:
+    description:
+      - A mark taken with M(gpufleet.sglang.unit_journal) right before the restart; the journal lines returned are
+        the ones logged after it (every attempt of a crash loop). Without it, the lines since the unit's latest
+        start.
+    type: int
   redact:
     description: Values (secrets) replaced by C(********) in the returned journal lines.
     type: list
@@ -113,7 +121,7 @@ state:
   returned: always
   type: dict
 journal:
-  description: The unit's last journal lines, secrets redacted.
+  description: The unit's last journal lines since O(journal_since_monotonic_us), secrets redacted.
   returned: when not ready
   type: list
   elements: str
@@ -122,13 +130,14 @@ journal:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.host_facts import run_systemctl
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import (
     SERVER_ENDPOINT_ARGS,
     redact,
     wait_ready,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import DEFAULT_PROMPTS, generate_once
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
+from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start
 
 
 def main():
@@ -139,6 +148,7 @@ def main():
             timeout=dict(type="int", default=600),
             poll_interval=dict(type="float", default=1.0),
             journal_lines=dict(type="int", default=40),
+            journal_since_monotonic_us=dict(type="int"),
             redact=dict(type="list", elements="str", default=[], no_log=True),
             check_generation=dict(type="bool", default=True),
             generation_tokens=dict(type="int", default=8, no_log=False),
@@ -153,7 +163,7 @@ def main():
             module.fail_json(msg="host %s: %s must be at least %d, not %s" % (host, option, low, p[option]))
     if p["port"] > 65535 or p["poll_interval"] <= 0:
         module.fail_json(msg="host %s: port must be 1-65535 and poll_interval greater than 0" % host)
-    unit = p["service"] if "." in p["service"] else p["service"] + ".service"
+    unit = unit_name(p["service"])
     address = "[%s]" % p["host"] if ":" in p["host"] else p["host"]
     base_url = "http://%s:%d" % (address, p["port"])
     generate = None
@@ -163,9 +173,9 @@ def main():
     result = wait_ready(unit, base_url, p["timeout"], run_systemctl, p["poll_interval"], generate=generate)
     if result["ready"]:
         module.exit_json(changed=False, **result)
-    rc, out, _err = run_systemctl(["journalctl", "--unit", unit, "--lines", str(p["journal_lines"]),
-                                   "--no-pager", "--output", "cat"])
-    result["journal"] = redact(out.splitlines(), p["redact"]) if rc == 0 else []
+    lines, _since = journal_since_start(unit, p["journal_lines"], run_systemctl,
+                                        since_us=p["journal_since_monotonic_us"])
+    result["journal"] = redact(lines, p["redact"])
     if p["fail_when_not_ready"]:
         module.fail_json(msg="host %s: %s is not ready after %ss: %s"
                              % (host, unit, result["elapsed_s"], result["reason"]), **result)

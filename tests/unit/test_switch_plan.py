@@ -277,6 +277,22 @@ def test_deployment_plan_is_idempotent_against_what_it_wrote():
     assert deployment_plan(facts, SETTINGS)["needs_change"] is False
 
 
+def test_only_a_run_that_starts_the_server_stops_the_training_job():
+    """A run with nothing to change on a running service must leave train-qwen (started again) alone."""
+    import hashlib
+
+    first = deployment_plan(facts_for(NEXTN), SETTINGS)
+    assert first["starts_server"] is True
+    facts = facts_for(NEXTN)
+    facts["unit"]["managed_dropin"].update(exists=True, content=first["files"]["config"]["content"])
+    facts["managed_env_file"] = {"exists": True, "sha256": hashlib.sha256(first["env_content"].encode()).hexdigest()}
+    unchanged = deployment_plan(facts, SETTINGS)
+    assert unchanged["needs_change"] is False and unchanged["starts_server"] is False
+    # The service is stopped: starting it needs the GPUs, so the training job is stopped.
+    facts["unit"]["active_state"] = "inactive"
+    assert deployment_plan(facts, SETTINGS)["starts_server"] is True
+
+
 @pytest.mark.parametrize("settings, facts, message", [
     ({"environment": {"BAD-NAME": "x"}}, {}, "'BAD-NAME' is not a valid variable name"),
     ({"environment": {"TOKEN": "a\nb"}}, {}, "the value of TOKEN contains a control character"),

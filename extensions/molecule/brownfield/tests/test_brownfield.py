@@ -112,11 +112,16 @@ def test_the_switch_was_measured_against_nextn_and_passed_the_gates(host):
 
 
 def test_second_run_changes_nothing_and_does_not_restart(host):
+    # The operator trains again at night: a run with nothing to change must leave the job alone.
+    host.run_expect([0], "systemctl enable --now train-qwen.service")
+    training = show(host, "train-qwen.service", "MainPID", "UnitFileState")
     before = show(host, UNIT, "MainPID", "ExecMainStartTimestamp")
     run = rollout()
     assert run.returncode == 0, run.output[-3000:]
     assert recap_changed(run.output, "gpufleet-brownfield") == 0
     assert show(host, UNIT, "MainPID", "ExecMainStartTimestamp") == before
+    assert show(host, "train-qwen.service", "MainPID", "UnitFileState") == training
+    assert training["UnitFileState"] == "enabled" and training["MainPID"] != "0"
     assert TOKEN not in run.output
 
 
@@ -138,6 +143,11 @@ def test_crashing_drafter_is_undone_exactly(host):
     assert health_status(host, PORT) == "200" and show(host, UNIT, "MainPID")["MainPID"] != pid_before
     assert server_info(host, PORT)["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"
     line = next(x for x in run.output.splitlines() if "the switch to DFLASH failed" in x)
+    # The journal quoted is the crashing server's, from its start on: not the previous server's lines.
+    journal = line[line.index("Last journal lines of sglang-qwen.service: "):]
+    assert "draft=/models/Qwen3.6-27B-DFlash-broken" in journal
+    assert "draft=/models/Qwen3.6-27B-DFlash," not in journal and "NEXTN" not in journal
+    assert "Stopping" not in journal.split(" | ")[0]
     sys.stderr.write("\nbrownfield crash run: %.1fs in all; %s\n" % (
         took, line[line.index("(") + 1:line.index("Last journal")][:400]))
 

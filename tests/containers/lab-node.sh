@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Start (or make) a lab node: a systemd container of the node image, SSH published on 127.0.0.1:PORT,
+# the lab's public key as the authorized key of `ops`. Prints nothing on success.
+#   tests/containers/lab-node.sh NAME PORT
+# The container is made again when what it was made from is not what this checkout has: another image,
+# another port, or another key (a second clone of the repository, or a removed .cache, has a key of its
+# own, and a container trusting the old one refuses it). Its labels say which checkout made it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+name=$1
+port=$2
+export CONTAINERS_CONF=${CONTAINERS_CONF:-$PWD/tests/containers/containers.conf}
+image=${GPUFLEET_NODE_IMAGE:-localhost/gpufleet-sglang-node:bookworm}
+keys=$(tests/containers/lab-ssh-key.sh)
+fingerprint=$(ssh-keygen -l -f "$keys/id_ed25519.pub" | awk '{print $2}')
+want="$(podman image inspect "$image" --format '{{.Id}}'):ssh-$port:key-$fingerprint"
+
+start_container() {
+  podman rm -f "$name" >/dev/null 2>&1 || true
+  podman run -d --name "$name" --hostname "$name" --label "gpufleet.lab=$want" \
+    --label "gpufleet.lab.checkout=$PWD" --systemd=always \
+    -p "127.0.0.1:$port:22" -v "$keys/authorized_keys:/home/ops/.ssh/authorized_keys:ro" \
+    "$image" /sbin/init >/dev/null
+}
+
+label() { podman container inspect "$name" --format "{{index .Config.Labels \"$1\"}}"; }
+
+if ! podman container exists "$name"; then
+  start_container
+elif [ "$(label gpufleet.lab)" != "$want" ]; then
+  had=$(label gpufleet.lab)
+  case "$had" in
+    *":key-$fingerprint") why="another image or port" ;;
+    *) why="another SSH key than this checkout's ($keys)" ;;
+  esac
+  made_by=$(label gpufleet.lab.checkout)
+  echo "lab: $name was made by ${made_by:-an older script, checkout unknown} with $why; making it again" >&2
+  start_container
+fi
+podman start "$name" >/dev/null
+# Seen after a host restart: podman says "running" but cannot exec in the container. Make it again.
+if ! podman exec "$name" true >/dev/null 2>&1; then
+  echo "lab: $name is not usable (podman cannot exec in it); making it again" >&2
+  start_container
+fi
+for _ in $(seq 1 30); do
+  state=$(podman exec "$name" systemctl is-system-running 2>/dev/null || true)
+  case "$state" in running|degraded) break ;; esac
+  sleep 1
+done
+for _ in $(seq 1 30); do
+  ssh -q -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true && exit 0
+  sleep 1
+done
+echo "lab: $name does not accept SSH as ops on 127.0.0.1:$port with $keys/id_ed25519" >&2
+exit 1
