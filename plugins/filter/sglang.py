@@ -102,10 +102,19 @@ def sglang_rollout_summary(hostvars, hosts):
         lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
         if r.get("fallback"):
             lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
+        traffic = r.get("traffic") or {}
+        if traffic.get("out_of_rotation_s") not in (None, ""):
+            lines.append("  rotation: out of %s for %ss; drained %s request(s) in %ss" % (
+                ", ".join(traffic.get("gateways") or []) or "the operator's balancer", traffic["out_of_rotation_s"],
+                _or_dash(traffic.get("drained_requests")), _or_dash(traffic.get("drain_s"))))
         if (r.get("speed") or {}).get("summary"):
             speed = r["speed"]
             lines.append("  speed: %s%s" % (speed["summary"], "".join("; " + n for n in speed.get("notes") or [])))
     return lines
+
+
+def _or_dash(value):
+    return "-" if value in (None, "") else value
 
 
 def sglang_fleet_rows(hostvars, hosts):

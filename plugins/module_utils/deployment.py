@@ -16,6 +16,7 @@ __metaclass__ = type
 import hashlib
 import math
 import os
+import re
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import (
     UnsafeValue,
@@ -36,12 +37,13 @@ INTEGER_SETTINGS = {
     "block_size": (1, 1024), "draft_window_size": (1, None), "port": (1, 65535), "tp_size": (1, 1024),
     "gpu_release_timeout": (1, None), "health_timeout": (1, None), "journal_lines": (0, 10000),
     "limit_nofile": (1, None), "ddtree_budget": (1, 4096), "speed_probe_max_new_tokens": (1, 65536),
+    "drain_timeout": (1, None), "gateway_timeout": (1, None),
 }
 # Role variable -> lowest value (exclusive when the bound is 0) for the gates.
 FLOAT_SETTINGS = {"min_accept_length": 1.0, "min_speedup": 0.0}
 MIN_SECRET_LENGTH = 6
 # Role variable -> its default when the caller gives none (the plan is also called from the report).
-BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True}
+BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True, "stop_drain": True}
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
 
@@ -115,6 +117,14 @@ def normalize_settings(raw):
         problems.append("sglang_dflash_environment must be a mapping of variable names to values")
     if not isinstance(settings.get("stop_units") or [], list):
         problems.append("sglang_dflash_stop_units must be a list of unit names")
+    gateways = settings.get("gateway_urls") or []
+    if not isinstance(gateways, list) or not all(str(u).startswith(("http://", "https://")) for u in gateways):
+        problems.append("sglang_dflash_gateway_urls must be a list of http:// or https:// URLs, not %r" % (gateways,))
+    worker_url = settings.get("gateway_worker_url")
+    if worker_url in ("", "None"):
+        settings["gateway_worker_url"] = worker_url = None
+    if worker_url is not None and not str(worker_url).startswith(("http://", "https://")):
+        problems.append("sglang_dflash_gateway_worker_url must be an http:// or https:// URL, not %r" % worker_url)
     window, block = settings.get("draft_window_size"), settings.get("block_size")
     if isinstance(window, int) and isinstance(block, int) and window < block:
         problems.append("sglang_dflash_draft_window_size (%d) must be at least sglang_dflash_block_size (%d): "
@@ -167,6 +177,80 @@ def _drafter_problems(facts, settings):
     return ["%s: %s" % (path, p) for p in problems]
 
 
+# After the drain itself: SGLang looks every 5 s whether a request is left, then gives its schedulers 15 s
+# to exit (tokenizer_manager.py sigterm_watchdog, 0.5.23).
+STOP_MARGIN_S = 30
+DEFAULT_DRAIN_TIMEOUT_S = 300
+_SPAN_UNITS = {"us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1, "sec": 1, "second": 1, "seconds": 1,
+               "m": 60, "min": 60, "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hour": 3600, "hours": 3600,
+               "d": 86400, "day": 86400, "days": 86400}
+_SPAN = re.compile(r"(\d+(?:\.\d+)?)([a-z]*)")
+
+
+def time_span_seconds(value):
+    """A systemd time span ("45", "1min 30s", "infinity") in seconds; None for infinity or what is not one."""
+    text = str(value).strip().lower().replace(" ", "")
+    if text in ("infinity", ""):
+        return None
+    pieces = _SPAN.findall(text)
+    if not pieces or "".join(n + u for n, u in pieces) != text or any(u and u not in _SPAN_UNITS for _n, u in pieces):
+        return None
+    return sum(float(amount) * _SPAN_UNITS.get(unit or "s") for amount, unit in pieces)
+
+
+def stop_plan(unit, settings, install):
+    """How a stop of the server will go (SGLang drains on SIGTERM only when its scheduler processes do not
+    get the signal too), and the [Service] lines we write for it, where the operator set none."""
+    drain_timeout = settings.get("drain_timeout") or DEFAULT_DRAIN_TIMEOUT_S
+    wanted_timeout = drain_timeout + STOP_MARGIN_S
+    if not settings.get("stop_drain", True):
+        return {"lines": [], "drains": None, "timeout_s": None, "notes": [],
+                "summary": "as the unit says (sglang_dflash_stop_drain=false: no stop settings of ours)"}
+    theirs = {} if install else ((unit.get("stop") or {}).get("operator_set") or {})
+    lines, notes = [], []
+    kill_mode, kill_mode_source = theirs.get("KillMode"), "yours"
+    if kill_mode is None:
+        kill_mode, kill_mode_source = "mixed", "ours"
+        lines.append("KillMode=mixed")
+    timeout_text = theirs.get("TimeoutStopSec", theirs.get("TimeoutSec"))
+    timeout_source = "yours"
+    if timeout_text is None:
+        timeout_text, timeout_source = str(wanted_timeout), "ours"
+        lines.append("TimeoutStopSec=%d" % wanted_timeout)
+    timeout_s = time_span_seconds(timeout_text)
+    drains = kill_mode in ("mixed", "process")
+    if drains:
+        summary = ("SIGTERM to the main process only (KillMode=%s, %s): SGLang finishes the requests in flight, "
+                   "for up to %s (TimeoutStopSec=%s, %s) before SIGKILL"
+                   % (kill_mode, kill_mode_source, "%d s" % timeout_s if timeout_s is not None else "ever",
+                      timeout_text, timeout_source))
+    else:
+        summary = ("SIGTERM to every process of the unit (KillMode=%s, %s): requests in flight are cut"
+                   % (kill_mode, kill_mode_source))
+        notes.append("KillMode=%s (yours) sends SIGTERM to SGLang's scheduler processes too, which end at once, so "
+                     "requests in flight are cut at every stop (sglang#35202): set KillMode=mixed in your unit"
+                     % kill_mode)
+    if drains and timeout_s is not None and timeout_s < wanted_timeout:
+        notes.append("TimeoutStopSec=%s (yours) is shorter than sglang_dflash_drain_timeout + %d s (%d s): a drain "
+                     "that takes longer is cut by SIGKILL" % (timeout_text, STOP_MARGIN_S, wanted_timeout))
+    return {"lines": lines, "drains": drains, "timeout_s": timeout_s, "notes": notes, "summary": summary}
+
+
+def gateway_plan(settings, old_port, new_port):
+    """The gateways and this host's worker URL in them before and after the switch; None without gateways."""
+    urls = settings.get("gateway_urls") or []
+    if not urls:
+        return None
+
+    def worker_url(port):
+        if settings.get("gateway_worker_url"):
+            return str(settings["gateway_worker_url"]).rstrip("/")
+        host = str(settings.get("gateway_host") or "127.0.0.1")
+        return "http://%s:%d" % ("[%s]" % host if ":" in host else host, int(port or new_port or 30000))
+    return {"urls": [str(u).rstrip("/") for u in urls], "worker_url": worker_url(old_port),
+            "new_worker_url": worker_url(new_port)}
+
+
 def render_dropin(plan, algorithm, env_path):
     changes = plan["changes"]
     lines = [
@@ -183,6 +267,7 @@ def render_dropin(plan, algorithm, env_path):
     lines += ["[Service]", "ExecStart=", "ExecStart=" + plan["exec_start"]]
     if env_path:
         lines.append("EnvironmentFile=" + env_path)
+    lines += plan["stop"]["lines"]
     return "\n".join(lines) + "\n"
 
 
@@ -200,7 +285,7 @@ def render_unit(plan, settings, env_path):
     ]
     if env_path:
         lines.append("EnvironmentFile=" + env_path)
-    lines += ["ExecStart=" + plan["exec_start"], "Restart=on-failure", "RestartSec=5", "TimeoutStopSec=60"]
+    lines += ["ExecStart=" + plan["exec_start"], "Restart=on-failure", "RestartSec=5"] + plan["stop"]["lines"]
     if settings.get("limit_nofile"):
         lines.append("LimitNOFILE=%d" % settings["limit_nofile"])
     lines += ["", "[Install]", "WantedBy=multi-user.target"]
@@ -243,7 +328,8 @@ def deployment_plan(facts, raw_settings):
             "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
             "old_active": unit.get("active_state") == "active", "settings": settings,
-            "algorithm": settings.get("algorithm"), "fallback": None}
+            "algorithm": settings.get("algorithm"), "fallback": None,
+            "stop": stop_plan(unit, settings, install=not switch), "gateway": None}
     if switch and unit.get("later_exec_start_dropins"):
         errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
                       "rename them or set sglang_dflash_dropin_name to sort last"
@@ -305,7 +391,7 @@ def deployment_plan(facts, raw_settings):
     # Values to keep out of journal lines we quote; short ones ("1") cannot be told from other text.
     secret_values = sorted(set(str(v) for v in env_vars.values() if len(str(v)) >= MIN_SECRET_LENGTH))
     plan.update(port=args["port"], health_host=args["health_host"], env_content=env_content,
-                secret_values=secret_values)
+                secret_values=secret_values, gateway=gateway_plan(settings, plan["old_port"], args["port"]))
     if switch:
         dropin = unit.get("managed_dropin") or {}
         config = {"path": dropin.get("path") or os.path.join("/etc/systemd/system", unit_id + ".d",
@@ -352,7 +438,8 @@ def rollback_message(plan, facts, host, algorithm, outcome):
     """What failed in the switch and what the rollback put back.
 
     outcome: failure (the failed task's result), restarted (the new server was started),
-    old_ready (the previous service's readiness after the rollback, or None), rollback_s, journal.
+    old_ready (the previous service's readiness after the rollback, or None), rollback_s, journal,
+    rotation (None when the host was never out of rotation, else where it is now: "back in rotation", ...).
     """
     failure = outcome.get("failure") or {}
     old_ready = outcome.get("old_ready") or {}
@@ -378,7 +465,16 @@ def rollback_message(plan, facts, host, algorithm, outcome):
                            if state.get("active_state") == "active") if plan.get("starts_server") else []
     if started_again:
         text += " Units started again: %s." % ", ".join(started_again)
+    if outcome.get("rotation"):
+        text += " This host is %s." % outcome["rotation"]
     return text + " Last journal lines of %s: %s" % (plan.get("unit"), " | ".join(outcome.get("journal") or []))
+
+
+def _number(value):
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
 
 
 MEASUREMENT_FIELDS = ("measured", "problem", "tokens_per_s", "latency_s_median", "accept_length",
@@ -395,12 +491,19 @@ def _measurement(result):
 def rollout_record(plan, facts, measurements, outcome, reason, when):
     """What a switch did and measured, as the host keeps it (JSON) for the fleet report.
 
-    measurements: {before, after} (sglang_speed_probe results, or None) and verdict (sglang_speed_verdict's).
+    measurements: {before, after} (sglang_speed_probe results, or None), verdict (sglang_speed_verdict's),
+    drain (sglang_wait_idle's result) and out_of_rotation_s.
     outcome: switched | rolled back.
     """
     verdict = (measurements or {}).get("verdict") or {}
     settings = (plan or {}).get("settings") or {}
+    drain = (measurements or {}).get("drain") or {}
+    drained = drain if "idle" in drain else {}
     return {
+        "traffic": {"gateways": ((plan or {}).get("gateway") or {}).get("urls"),
+                    "out_of_rotation_s": _number((measurements or {}).get("out_of_rotation_s")),
+                    "drain_s": drained.get("seconds"), "drained_requests": drained.get("requests_at_start"),
+                    "stop": ((plan or {}).get("stop") or {}).get("summary")},
         "time": when, "unit": plan.get("unit"), "outcome": outcome, "reason": reason,
         "asked_algorithm": settings.get("algorithm"), "algorithm": plan.get("algorithm"),
         "fallback": plan.get("fallback"), "release": ((facts or {}).get("package") or {}).get("version"),

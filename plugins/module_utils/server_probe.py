@@ -27,6 +27,11 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 SERVER_ENDPOINT_ARGS = dict(host=dict(type="str", default="127.0.0.1"), port=dict(type="int", default=30000))
 
 
+def base_url(host, port):
+    """http://HOST:PORT of a server endpoint (an IPv6 address in brackets)."""
+    return "http://%s:%d" % ("[%s]" % host if ":" in host else host, int(port))
+
+
 def http_get(url, timeout):
     """(status, body text); status 0 with the reason when nothing answered."""
     try:

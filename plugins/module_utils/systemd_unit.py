@@ -25,8 +25,10 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import u
 SHOW_PROPERTIES = (
     "Id", "LoadState", "ActiveState", "SubState", "UnitFileState", "FragmentPath", "DropInPaths",
     "User", "Group", "WorkingDirectory", "Environment", "EnvironmentFiles", "ExecStart", "MainPID",
-    "NRestarts", "ExecMainStartTimestamp", "InvocationID", "Type", "Restart",
+    "NRestarts", "ExecMainStartTimestamp", "InvocationID", "Type", "Restart", "KillMode", "TimeoutStopUSec",
 )
+# How a stop reaches the server: whether SGLang can drain depends on them (deployment.stop_plan).
+STOP_DIRECTIVES = ("KillMode", "KillSignal", "TimeoutStopSec", "TimeoutSec")
 # systemd's search path for a bare ExecStart command name and the default PATH of services.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LIST_SETTINGS = ("ExecStart", "Environment", "EnvironmentFile")
@@ -509,6 +511,9 @@ def read_service(name, launchers, run_systemctl, managed_dropin=None):
         "started_at": show.get("ExecMainStartTimestamp") or None, "invocation_id": show.get("InvocationID") or None,
         "managed_by_us": False, "managed_dropin": None, "exec_start": None, "command": None, "error": None,
         "later_exec_start_dropins": [],
+        # In effect now (systemctl show), and which of them the operator's own files set.
+        "stop": {"kill_mode": show.get("KillMode") or None, "timeout_stop": show.get("TimeoutStopUSec") or None,
+                 "operator_set": {}},
     }
     if not result["exists"]:
         return result
@@ -535,6 +540,7 @@ def read_service(name, launchers, run_systemctl, managed_dropin=None):
             if os.path.basename(path) > managed_dropin
             and any(k == "ExecStart" for _p, k, _v in service_assignments([(path, text)]))]
     settings = effective_settings(service_assignments(files))
+    result["stop"]["operator_set"] = dict((k, settings[k]) for k in STOP_DIRECTIVES if k in settings)
     commands = settings.get("ExecStart") or []
     if len(commands) != 1:
         result["error"] = ("%s has %d ExecStart= commands in effect (%s); expected one"

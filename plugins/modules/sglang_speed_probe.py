@@ -124,7 +124,11 @@ max_new_tokens:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import SERVER_ENDPOINT_ARGS, read_server_info
+from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import (
+    SERVER_ENDPOINT_ARGS,
+    base_url,
+    read_server_info,
+)
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import measure
 
 
@@ -145,13 +149,12 @@ def main():
                               ("timeout", 1, 86400)):
         if not low <= p[option] <= high:
             module.fail_json(msg="host %s: %s must be between %d and %d, not %s" % (host, option, low, high, p[option]))
-    address = "[%s]" % p["host"] if ":" in p["host"] else p["host"]
-    base_url = "http://%s:%d" % (address, p["port"])
-    result = measure(base_url, p["prompts"], p["max_new_tokens"], p["timeout"], p["warmup_requests"],
-                     read_info=lambda: read_server_info(base_url, 10.0)[0])
+    url = base_url(p["host"], p["port"])
+    result = measure(url, p["prompts"], p["max_new_tokens"], p["timeout"], p["warmup_requests"],
+                     read_info=lambda: read_server_info(url, 10.0)[0])
     if not result["measured"]:
         module.fail_json(msg="host %s: the server at %s could not be measured: %s"
-                             % (host, base_url, result["problem"]), **result)
+                             % (host, url, result["problem"]), **result)
     module.exit_json(changed=False, **result)
 
 

@@ -132,6 +132,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import (
     SERVER_ENDPOINT_ARGS,
+    base_url,
     redact,
     wait_ready,
 )
@@ -164,13 +165,12 @@ def main():
     if p["port"] > 65535 or p["poll_interval"] <= 0:
         module.fail_json(msg="host %s: port must be 1-65535 and poll_interval greater than 0" % host)
     unit = unit_name(p["service"])
-    address = "[%s]" % p["host"] if ":" in p["host"] else p["host"]
-    base_url = "http://%s:%d" % (address, p["port"])
+    url = base_url(p["host"], p["port"])
     generate = None
     if p["check_generation"]:
         def generate():
-            return generate_once(base_url, DEFAULT_PROMPTS[0], p["generation_tokens"], min(p["timeout"], 300))
-    result = wait_ready(unit, base_url, p["timeout"], run_systemctl, p["poll_interval"], generate=generate)
+            return generate_once(url, DEFAULT_PROMPTS[0], p["generation_tokens"], min(p["timeout"], 300))
+    result = wait_ready(unit, url, p["timeout"], run_systemctl, p["poll_interval"], generate=generate)
     if result["ready"]:
         module.exit_json(changed=False, **result)
     lines, _since = journal_since_start(unit, p["journal_lines"], run_systemctl,

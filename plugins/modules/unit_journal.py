@@ -13,13 +13,13 @@ module: unit_journal
 short_description: A unit's journal lines since a mark taken before its start, secrets redacted
 version_added: "0.1.0"
 description:
-  - Returns the last O(lines) journal messages of a systemd unit logged at or after O(since_monotonic_us): after a
-    restart, the lines of the new server only (every attempt of a crash loop), not the previous server's start
-    that a plain C(journalctl --lines N) would begin with.
+  - Returns the last O(lines) journal messages of a systemd unit logged at or after O(since_monotonic_us), from the
+    first start of the unit after it on. After a restart these are the lines of the new server only (every attempt
+    of a crash loop), not the previous server's that a plain C(journalctl --lines N) would begin with.
   - Take the mark with this module right before the restart (its RV(now_monotonic_us), the host's
     C(CLOCK_MONOTONIC), the clock journald stamps entries with), then read after it.
   - Without O(since_monotonic_us), the lines since the unit last left the inactive state (systemd's
-    C(InactiveExitTimestampMonotonic), which an automatic restart moves: the latest attempt only). A unit that
+    C(InactiveExitTimestampMonotonic), which an automatic restart moves, so the latest attempt only). A unit that
     never ran gets its last O(lines) journal lines.
 author:
   - gpufleet.sglang contributors (@gpufleet)

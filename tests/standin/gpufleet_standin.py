@@ -27,6 +27,24 @@ spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens / spec_verif
 /server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
 /server_info also lists the *names* of the environment variables the process got (never values), so
 a test can see that the unit's Environment= and EnvironmentFile= reached the server.
+
+Streaming and the OpenAI API as 0.5.23 answers them: POST /generate with "stream": true sends SSE events
+`data: {"text", "output_ids", "meta_info"}` (cumulative text) one per decoding step and ends with
+`data: [DONE]`; POST /v1/chat/completions answers a chat.completion, or with "stream": true
+chat.completion.chunk events and `data: [DONE]`. GET /v1/loads answers the scheduler's load
+(num_running_reqs, num_waiting_reqs), /metrics (only with --enable-metrics) the same as gauges.
+
+Shutdown as 0.5.23 does it (tokenizer_manager.py sigterm_watchdog, read from the wheel):
+- the server runs a "scheduler" child process that installs no SIGTERM handler and dies with its parent
+  (PR_SET_PDEATHSIG), and every decoding step needs it: a watchdog thread checks it every second and, when
+  it died, kills the whole server at once (SIGKILL), as SGLang's SubprocessWatchdog and SIGQUIT handler do;
+- SIGTERM to the main process marks the server as exiting: /health, /health_generate and /ready answer 503,
+  new requests are still served, and every GPUFLEET_STANDIN_DRAIN_POLL_S seconds (5, as SGLang) the server
+  looks whether a request is left; when none is, it ends the scheduler and exits 0.
+So under systemd's default KillMode=control-group (SIGTERM to every process of the unit) the scheduler dies
+at once and the requests in flight are cut; with KillMode=mixed (SIGTERM to the main process only) they
+finish. A request cut this way gets its connection closed without an answer (or a stream without
+`data: [DONE]`), as a client of a killed server sees it.
 """
 
 import argparse
@@ -34,6 +52,8 @@ import importlib.metadata
 import json
 import math
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -44,6 +64,18 @@ STEP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STEP_MS", "10")) / 1000.0
 SPECULATIVE_STEP_COST = 1.3
 DEFAULT_ACCEPT_LENGTH = {"DFLASH": 6.0, "DDTREE": 6.0}
 OTHER_SPECULATIVE_ACCEPT_LENGTH = 2.6
+DRAIN_POLL_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_DRAIN_POLL_S", "5"))
+# The scheduler child: no SIGTERM handler of its own, killed by the kernel when the server dies.
+SCHEDULER_CODE = (
+    "import ctypes, signal, time\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "while True:\n"
+    "    time.sleep(3600)\n"
+)
+
+
+class SchedulerGone(Exception):
+    """The scheduler process died: the request in flight cannot finish."""
 
 
 def log(message):
@@ -97,12 +129,72 @@ def sglang_version():
 
 class State(object):
     ready = False
+    exiting = False
     info = {}
     accept_length = None  # None: no speculative decoding
     generate_error = None
     lock = threading.Lock()
     total_tokens = 0
     total_verify_steps = 0
+    in_flight = 0
+    scheduler = None
+
+
+def scheduler_alive():
+    return State.scheduler is None or State.scheduler.poll() is None
+
+
+def start_scheduler():
+    State.scheduler = subprocess.Popen([sys.executable, "-c", SCHEDULER_CODE])
+
+    def watchdog():
+        while State.scheduler.poll() is None:
+            time.sleep(1.0)
+        log("scheduler exited with %s: the server kills itself (SIGQUIT handler, kill_process_tree)"
+            % State.scheduler.returncode)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+
+
+def on_sigterm(_signum, _frame):
+    if State.exiting:
+        return
+    State.exiting = True
+    log("SIGTERM received. Draining requests and shutting down...")
+    threading.Thread(target=drain_then_exit, daemon=True).start()
+
+
+def drain_then_exit():
+    while True:
+        with State.lock:
+            remaining = State.in_flight
+        log("Gracefully exiting... Remaining number of requests %d" % remaining)
+        if remaining == 0:
+            break
+        time.sleep(DRAIN_POLL_SECONDS)
+    if State.scheduler is not None and State.scheduler.poll() is None:
+        State.scheduler.kill()
+    log("The server drained and exits")
+    os._exit(0)
+
+
+def decoding_steps(tokens):
+    """(seconds per step, tokens per step, steps) of a request of `tokens` tokens at the simulated speed."""
+    if State.accept_length is None:
+        return STEP_SECONDS, 1.0, tokens
+    steps = int(math.ceil(tokens / State.accept_length))
+    return STEP_SECONDS * SPECULATIVE_STEP_COST, tokens / float(steps), steps
+
+
+def decode(tokens):
+    """Yield the tokens produced so far after each simulated decoding step; SchedulerGone when it died."""
+    step_s, per_step, steps = decoding_steps(tokens)
+    for step in range(1, steps + 1):
+        time.sleep(step_s)
+        if not scheduler_alive():
+            raise SchedulerGone()
+        yield min(tokens, int(round(step * per_step))) if step < steps else tokens
 
 
 def simulated_accept_length(algorithm, draft):
@@ -116,25 +208,93 @@ def simulated_accept_length(algorithm, draft):
     return DEFAULT_ACCEPT_LENGTH.get(str(algorithm).upper(), OTHER_SPECULATIVE_ACCEPT_LENGTH)
 
 
-def generate(request):
-    """A /generate answer after the SIMULATED decoding time (see the module docstring)."""
-    params = request.get("sampling_params") or {}
-    tokens = max(1, int(params.get("max_new_tokens") or 16))
-    prompt = request.get("text") or ""
-    started = time.monotonic()
-    meta = {"id": "standin-%d" % int(started * 1e6), "finish_reason": {"type": "length", "length": tokens},
-            "prompt_tokens": max(1, len(str(prompt).split())), "completion_tokens": tokens, "cached_tokens": 0}
-    if State.accept_length is None:
-        time.sleep(tokens * STEP_SECONDS)
-    else:
-        steps = int(math.ceil(tokens / State.accept_length))
-        time.sleep(steps * STEP_SECONDS * SPECULATIVE_STEP_COST)
+def _request_tokens(params, default=16):
+    return max(1, int(params.get("max_new_tokens") or params.get("max_tokens") or default))
+
+
+def _meta(tokens, prompt, started, steps=None, done=True):
+    meta = {"id": "standin-%d" % int(started * 1e6), "prompt_tokens": max(1, len(str(prompt).split())),
+            "completion_tokens": tokens, "cached_tokens": 0,
+            "finish_reason": {"type": "length", "length": tokens} if done else None}
+    if State.accept_length is not None and steps:
         meta.update(spec_verify_ct=steps, spec_accept_length=tokens / float(steps))
+    meta["e2e_latency"] = time.monotonic() - started
+    return meta
+
+
+def _count(tokens, steps):
+    if State.accept_length is not None:
         with State.lock:
             State.total_tokens += tokens
             State.total_verify_steps += steps
-    meta["e2e_latency"] = time.monotonic() - started
-    return {"text": " lab" * tokens, "output_ids": list(range(tokens)), "meta_info": meta}
+
+
+def generate(request):
+    """A /generate answer after the SIMULATED decoding time (see the module docstring)."""
+    tokens = _request_tokens(request.get("sampling_params") or {})
+    started = time.monotonic()
+    for _produced in decode(tokens):
+        pass
+    steps = decoding_steps(tokens)[2]
+    _count(tokens, steps)
+    return {"text": " lab" * tokens, "output_ids": list(range(tokens)),
+            "meta_info": _meta(tokens, request.get("text") or "", started, steps)}
+
+
+def generate_stream(request):
+    """The SSE events of a streamed /generate: cumulative text and output_ids, one event per step."""
+    tokens = _request_tokens(request.get("sampling_params") or {})
+    started = time.monotonic()
+    steps = decoding_steps(tokens)[2]
+    for produced in decode(tokens):
+        done = produced == tokens
+        if done:
+            _count(tokens, steps)
+        yield {"text": " lab" * produced, "output_ids": list(range(produced)),
+               "meta_info": _meta(produced, request.get("text") or "", started, steps if done else None, done)}
+
+
+def chat_completion(request, stream):
+    """chat.completion (or its chunks when stream) as SGLang's OpenAI server answers."""
+    tokens = _request_tokens(request, default=16)
+    started = time.time()
+    base = {"id": "chatcmpl-standin-%d" % int(started * 1e6), "created": int(started),
+            "model": request.get("model") or State.info.get("served_model_name") or State.info.get("model_path")}
+    if not stream:
+        for _produced in decode(tokens):
+            pass
+        return dict(base, object="chat.completion", choices=[{
+            "index": 0, "message": {"role": "assistant", "content": " lab" * tokens}, "finish_reason": "length"}],
+            usage={"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": 8 + tokens})
+
+    def chunks():
+        yield dict(base, object="chat.completion.chunk", choices=[{
+            "index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        sent = 0
+        for produced in decode(tokens):
+            yield dict(base, object="chat.completion.chunk", choices=[{
+                "index": 0, "delta": {"content": " lab" * (produced - sent)},
+                "finish_reason": "length" if produced == tokens else None}])
+            sent = produced
+    return chunks()
+
+
+def loads():
+    with State.lock:
+        running = State.in_flight
+    return {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+            "version": State.info.get("version"), "accelerator": "standin (no GPU)", "num_accelerators": 0,
+            "loads": [{"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": 0,
+                       "max_running_requests": State.info.get("max_running_requests") or 48,
+                       "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0}]}
+
+
+def metrics_text():
+    with State.lock:
+        running = State.in_flight
+    labels = '{model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0"}' % State.info.get("model_path")
+    return ("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs%s %d\n"
+            "# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs%s 0\n" % (labels, running, labels))
 
 
 def server_info():
@@ -148,29 +308,52 @@ def server_info():
 
 
 class Handler(BaseHTTPRequestHandler):
-    def _send(self, code, body):
+    def _send(self, code, body, content_type="application/json"):
         data = json.dumps(body, default=str).encode() if not isinstance(body, bytes) else body
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
+    def _stream(self, events):
+        """Server-sent events, then `data: [DONE]`; the connection closes at the end (HTTP/1.0)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for event in events:
+            self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
     def do_GET(self):  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0]
         if path in ("/health", "/health_generate", "/ready"):
-            self._send(200 if State.ready else 503, b"" if State.ready else b'{"status": "loading"}')
+            up = State.ready and not State.exiting
+            self._send(200 if up else 503, b"" if up or State.exiting else b'{"status": "loading"}')
         elif path in ("/server_info", "/get_server_info"):
             self._send(200, server_info())
         elif path in ("/model_info", "/get_model_info"):
-            self._send(200, {"model_path": State.info.get("model_path"), "is_generation": True})
+            self._send(200, {"model_path": State.info.get("model_path"), "is_generation": True,
+                             "served_model_name": State.info.get("served_model_name") or State.info.get("model_path"),
+                             "tokenizer_path": State.info.get("model_path"), "model_type": "qwen3",
+                             "architectures": ["Qwen3ForCausalLM"]})
         elif path == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": State.info.get("model_path"), "object": "model"}]})
+            name = State.info.get("served_model_name") or State.info.get("model_path")
+            self._send(200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "sglang",
+                                                         "root": name, "max_model_len": 32768}]})
+        elif path == "/v1/loads":
+            self._send(200, loads())
+        elif path == "/metrics" and State.info.get("enable_metrics"):
+            self._send(200, metrics_text().encode(), "text/plain; version=0.0.4")
         else:
             self._send(404, {"detail": "Not Found"})
 
     def do_POST(self):  # noqa: N802 (http.server's name)
-        if self.path.split("?")[0] != "/generate":
+        path = self.path.split("?")[0]
+        if path not in ("/generate", "/v1/chat/completions"):
             self._send(404, {"detail": "Not Found"})
             return
         if not State.ready:
@@ -186,7 +369,27 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._send(400, {"error": "the request body is not JSON"})
             return
-        self._send(200, generate(request))
+        with State.lock:
+            State.in_flight += 1
+        try:
+            stream = bool(request.get("stream"))
+            if path == "/generate":
+                if stream:
+                    self._stream(generate_stream(request))
+                else:
+                    self._send(200, generate(request))
+            elif stream:
+                self._stream(chat_completion(request, True))
+            else:
+                self._send(200, chat_completion(request, False))
+        except SchedulerGone:
+            # What a client of a killed server sees: the connection ends without (the rest of) an answer.
+            self.close_connection = True
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            with State.lock:
+                State.in_flight -= 1
 
     def log_message(self, fmt, *args):
         pass
@@ -218,7 +421,10 @@ def main(argv):
     if draft and os.path.exists(failing):
         with open(failing) as handle:
             State.generate_error = handle.read().strip() or "generation failed"
+    start_scheduler()
+    signal.signal(signal.SIGTERM, on_sigterm)
     server = ThreadingHTTPServer((settings.get("host") or "127.0.0.1", int(settings.get("port") or 30000)), Handler)
+    server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     log("listening on %s:%s, loading weights" % server.server_address[:2])
     time.sleep(STARTUP_SECONDS)
