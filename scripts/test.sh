@@ -72,7 +72,7 @@ run_stage() {
 # lanes use are locked (tests/helpers.py, tests/molecule.sh).
 run_all() {
   local log=.cache/test-logs/checks-lane.log checks_rc=0 system_rc=0 pid
-  local checks=(lint sanity versions molecule:default) system=(pytest molecule:brownfield,fleet)
+  local checks=(lint sanity versions molecule:default,traffic) system=(pytest molecule:brownfield,fleet)
   mkdir -p "$(dirname "$log")"
   export GPUFLEET_TEST_LANE=1
   "$0" "${checks[@]}" >"$log" 2>&1 &

@@ -117,13 +117,51 @@ def _or_dash(value):
     return "-" if value in (None, "") else value
 
 
-def sglang_fleet_rows(hostvars, hosts):
-    """One report row per host: its sglang_fleet_row, or why there is none (unreachable, failed)."""
+def gateway_workers(reads):
+    """{gateway url: [workers] or the reason it could not be read} from ansible.builtin.uri results of GET /workers."""
+    out = {}
+    for read in reads or []:
+        url = str(read.get("item") or "").rstrip("/")
+        body = read.get("json")
+        if read.get("status") == 200 and isinstance(body, dict) and isinstance(body.get("workers"), list):
+            out[url] = body["workers"]
+        else:
+            out[url] = "not read: %s" % (read.get("msg") or "HTTP %s" % read.get("status"))
+    return out
+
+
+def gateway_state(gateway, workers_by_gateway):
+    """In rotation / out of rotation / not registered, per gateway, for a host's row; None without gateways."""
+    if not gateway:
+        return None
+    states = []
+    for url in gateway.get("urls") or []:
+        workers = workers_by_gateway.get(url)
+        if workers is None:
+            state = "not read"
+        elif isinstance(workers, str):
+            state = workers
+        else:
+            worker = next((w for w in workers if str(w.get("url") or "").rstrip("/").lower()
+                           == str(gateway.get("worker_url") or "").lower()), None)
+            state = "not registered" if worker is None else "in rotation" if worker.get("status") == "ready" \
+                else "out of rotation (%s)" % worker.get("status")
+        states.append({"gateway": url, "state": state})
+    return {"worker_url": gateway.get("worker_url"), "states": states,
+            "summary": "; ".join(sorted(set(s["state"] for s in states)))}
+
+
+def sglang_fleet_rows(hostvars, hosts, gateway_reads=None):
+    """One report row per host: its sglang_fleet_row, or why there is none (unreachable, failed); with the
+    gateways' GET /workers answers, each host's place in them."""
     rows = []
+    workers = gateway_workers(gateway_reads)
     for host in sorted(hosts):
         hv = hostvars[host]
         row = hv.get("sglang_fleet_row")
         if row:
+            row = dict(row)
+            row["gateway"] = gateway_state(row.get("gateway"), workers)
             rows.append(row)
             continue
         reached = bool(hv.get("sglang_fleet_reached"))
@@ -136,6 +174,7 @@ def sglang_fleet_rows(hostvars, hosts):
             "flag_names": {},
             "changes": None,
             "algorithm": hv.get("sglang_dflash_algorithm", "DFLASH"),
+            "gateway": None,
         })
     return rows
 

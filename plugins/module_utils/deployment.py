@@ -350,6 +350,8 @@ def deployment_plan(facts, raw_settings):
     if flags and unit.get("command"):
         # Where the service as it runs now answers: the rollback checks it there.
         plan["old_port"], plan["old_health_host"] = listen_address(flags, words_from_pairs(unit["command"]["args"]))
+    # Where the gateways know this host now (the fleet report reads it even when the host is refused).
+    plan["gateway"] = gateway_plan(settings, plan["old_port"], plan["old_port"])
 
     # The drafter, the model, the user, the environment, the units to stop, the GPUs.
     errors.extend(_drafter_problems(facts, settings))

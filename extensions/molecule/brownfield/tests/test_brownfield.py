@@ -142,7 +142,7 @@ def test_crashing_drafter_is_undone_exactly(host):
     assert not host.file("/var/lib/gpufleet-sglang/sglang-qwen.service").exists
     assert health_status(host, PORT) == "200" and show(host, UNIT, "MainPID")["MainPID"] != pid_before
     assert server_info(host, PORT)["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"
-    line = next(x for x in run.output.splitlines() if "the switch to DFLASH failed" in x)
+    line = max((x for x in run.output.splitlines() if "the switch to DFLASH failed" in x), key=len)
     # The journal quoted is the crashing server's, from its start on: not the previous server's lines.
     journal = line[line.index("Last journal lines of sglang-qwen.service: "):]
     assert "draft=/models/Qwen3.6-27B-DFlash-broken" in journal

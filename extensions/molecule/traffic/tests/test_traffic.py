@@ -1,0 +1,115 @@
+"""The fleet behind its SGLang gateway is switched under load and loses no request; a crashing drafter is rolled
+back and its host is back in the gateway; gateway problems are refused before any change; without the gateway
+steps and the drain (what happened before), the same load loses requests."""
+
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"))
+
+from checks import exec_start, recap_changed, rollout, server_info, show  # noqa: E402
+from lab import under_load  # noqa: E402
+
+# The tests drive the whole fleet; `host` is traffic-1, the others are reached with node().
+testinfra_hosts = ["podman://traffic-1"]
+GATEWAY = "http://127.0.0.1:30180"
+KEY = "lab-gateway-admin-key-1f2e3d"
+NODES = ["traffic-1", "traffic-2", "traffic-3", "traffic-4"]
+WORKERS = ["http://127.0.0.1:3112%d" % n for n in (1, 2, 3, 4)]
+
+
+def gateway_workers():
+    out = subprocess.run(["curl", "-sf", "-H", "Authorization: Bearer %s" % KEY, GATEWAY + "/workers"],
+                         capture_output=True, text=True, check=True).stdout
+    return dict((w["url"], w["status"]) for w in json.loads(out)["workers"])
+
+
+def node(name):
+    import testinfra
+
+    return testinfra.get_host("podman://" + name)
+
+
+def report(title, counts, seconds):
+    sys.stderr.write("\n%s: requests=%d failed=%d streamed=%s non_streamed=%s p50_s=%s p99_s=%s rollout_s=%.1f\n"
+                     % (title, counts["requests"], counts["failed"], counts["streamed"], counts["non_streamed"],
+                        counts["p50_s"], counts["p99_s"], seconds))
+
+
+def test_the_rollout_under_load_loses_no_request():
+    run, counts, seconds = under_load(GATEWAY, lambda: rollout("-e", "sglang_dflash_serial=1"), clients=8)
+    report("rollout serial=1 under load", counts, seconds)
+    assert run.returncode == 0, run.output[-4000:]
+    assert counts["failed"] == 0, counts["failures"]
+    assert counts["requests"] > 100 and counts["streamed"]["ok"] > 20
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+    for name in NODES:
+        assert recap_changed(run.output, name) > 0
+        assert "rotation: out of http://127.0.0.1:30180 for" in run.output
+        info = server_info(node(name))
+        assert info["speculative_algorithm"] == "DFLASH" and info["host"] == "0.0.0.0"
+        # The stop settings that let SGLang drain, in our drop-in.
+        assert show(node(name), "sglang.service", "KillMode")["KillMode"] == "mixed"
+    record = json.loads(node("traffic-2").file("/var/lib/gpufleet-sglang/sglang.service.last-rollout.json")
+                        .content_string)
+    assert record["traffic"]["gateways"] == [GATEWAY] and record["traffic"]["out_of_rotation_s"] > 0
+    assert record["traffic"]["drain_s"] is not None
+
+
+def test_a_crashing_drafter_is_rolled_back_and_the_previous_server_is_back_in_the_gateway():
+    host = node("traffic-3")
+    pid = show(host, "sglang.service", "MainPID")["MainPID"]
+    run, counts, seconds = under_load(GATEWAY, lambda: rollout(
+        "--limit", "traffic-3", "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-broken"), clients=8)
+    report("crashing drafter on traffic-3 under load", counts, seconds)
+    assert run.returncode != 0
+    assert "host traffic-3, unit sglang.service: the switch to DFLASH failed" in run.output
+    assert "the previous service is back and healthy" in run.output and "This host is back in rotation." in run.output
+    assert counts["failed"] == 0, counts["failures"]
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+    assert server_info(host)["speculative_draft_model_path"] == "/models/Qwen3.6-27B-DFlash"
+    assert show(host, "sglang.service", "MainPID")["MainPID"] != pid
+
+
+def test_gateway_problems_are_refused_before_any_change_and_nothing_is_left_out_of_rotation(host):
+    pid = show(host, "sglang.service", "MainPID")["MainPID"]
+    argv_before = exec_start(host)
+    change = ["--limit", "traffic-1", "-e", "sglang_dflash_draft_window_size=4096"]
+    for extra, message in (
+        (["-e", "sglang_dflash_gateway_token=not-the-key"],
+         "gateway http://127.0.0.1:30180 refused the token (401"),
+        (["-e", '{"sglang_dflash_gateway_urls": ["http://127.0.0.1:30199"]}'],
+         "gateway http://127.0.0.1:30199 cannot be reached"),
+        (["-e", "sglang_dflash_gateway_worker_url=http://127.0.0.1:39999"],
+         "gateway http://127.0.0.1:30180 does not list worker http://127.0.0.1:39999"),
+    ):
+        run = rollout(*(change + extra))
+        assert run.returncode != 0
+        assert "host traffic-1, unit sglang.service: cannot deploy DFLASH: " + message in run.output, \
+            run.output[-3000:]
+        assert "Nothing was changed on this host, and it is still in rotation." in run.output
+        assert show(host, "sglang.service", "MainPID")["MainPID"] == pid and exec_start(host) == argv_before
+        assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+
+
+def test_a_run_with_nothing_to_change_leaves_the_gateway_alone():
+    run = rollout("--limit", "traffic-1")
+    assert run.returncode == 0 and recap_changed(run.output, "traffic-1") == 0
+    assert "Take this host out of every gateway" not in run.output
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+
+
+def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
+    """The baseline: what a rollout did before (restart while the gateway still routes to the host, systemd's
+    default KillMode cutting SGLang's scheduler): the load generator must see it."""
+    run, counts, seconds = under_load(GATEWAY, lambda: rollout(
+        "--limit", "traffic-1,traffic-2", "-e", "sglang_dflash_draft_window_size=8192",
+        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false}'), clients=8)
+    report("baseline (no gateway steps, no drain) on traffic-1,2 under load", counts, seconds)
+    assert run.returncode == 0, run.output[-3000:]
+    assert counts["failed"] > 0
+    assert counts["streamed"]["failed"] > 0
