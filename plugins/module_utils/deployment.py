@@ -201,7 +201,9 @@ def time_span_seconds(value):
 def stop_plan(unit, settings, install):
     """How a stop of the server will go (SGLang drains on SIGTERM only when its scheduler processes do not
     get the signal too), and the [Service] lines we write for it, where the operator set none."""
-    drain_timeout = settings.get("drain_timeout") or DEFAULT_DRAIN_TIMEOUT_S
+    drain_timeout = settings.get("drain_timeout")
+    if not isinstance(drain_timeout, int) or isinstance(drain_timeout, bool):
+        drain_timeout = DEFAULT_DRAIN_TIMEOUT_S  # unset, or refused by name in normalize_settings
     wanted_timeout = drain_timeout + STOP_MARGIN_S
     if not settings.get("stop_drain", True):
         return {"lines": [], "drains": None, "timeout_s": None, "notes": [],

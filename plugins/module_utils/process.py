@@ -151,4 +151,3 @@ def _kill_group(proc):
             proc.kill()
         except OSError:
             pass
-

@@ -32,7 +32,7 @@ def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900
         time.sleep(settle_s)
     finally:
         stop.write_text("")
-        output, _ = load.communicate(timeout=300)
+        output = load.communicate(timeout=300)[0]
     if load.returncode != 0 or not out.exists():
         raise RuntimeError("the load generator failed (rc %s): %s" % (load.returncode, output[-2000:]))
     counts = json.loads(out.read_text())

@@ -99,7 +99,7 @@ def percentile(values, q):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the gateway, http://127.0.0.1:PORT")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=300.0)
@@ -119,8 +119,8 @@ def main(argv=None):
         parser.error("--url must be http:// on the loopback range (the lab's own gateway), not %s" % args.url)
     if not 1 <= args.clients <= 64 or not 0 < args.duration <= MAX_DURATION_S or \
             not 1 <= args.max_requests <= MAX_REQUESTS:
-        parser.error("--clients 1-64, --duration up to %d s and --max-requests up to %d" % (MAX_DURATION_S,
-                                                                                          MAX_REQUESTS))
+        parser.error("--clients 1-64, --duration up to %d s and --max-requests up to %d"
+                     % (MAX_DURATION_S, MAX_REQUESTS))
     headers = {"Authorization": "Bearer %s" % args.api_key} if args.api_key else {}
     counter = Counter()
     deadline = time.monotonic() + args.duration
