@@ -33,6 +33,11 @@ def test_check_run_showed_the_argument_diff_and_changed_nothing(host):
            "--speculative-dflash-block-size 16  --speculative-draft-window-size 2048" in output
     assert "kept: --model-path /models/Qwen3.6-27B  --served-model-name qwen3.6-27b" in output
     assert "+ExecStart=/usr/bin/env /root/ml-env/bin/python3 -m gpufleet_standin" in output  # the drop-in's diff
+    # The stop: their TimeoutStopSec stays (and is named as too short for the drain), KillMode=mixed is ours.
+    assert "stop: SIGTERM to the main process only (KillMode=mixed, ours): SGLang finishes the requests in flight, " \
+           "for up to 45 s (TimeoutStopSec=45, yours) before SIGKILL; TimeoutStopSec=45 (yours) is shorter than " \
+           "sglang_dflash_drain_timeout + 30 s (330 s)" in output
+    assert "+KillMode=mixed" in output and "+TimeoutStopSec" not in output
     assert TOKEN not in output
     # What the operator saw (the README quotes it).
     start = output.index("TASK [gpufleet.sglang.sglang_dflash : Show how the command line changes]")
@@ -56,6 +61,7 @@ def test_every_operator_setting_is_still_in_effect(host):
     assert "/etc/sglang-qwen/secrets.env (ignore_errors=no)" in s["EnvironmentFiles"]
     assert s["WorkingDirectory"] == "/srv/sglang-qwen"
     assert s["LimitNOFILE"] == "16384" and s["TimeoutStopUSec"] == "45s" and s["Restart"] == "always"
+    assert show(host, UNIT, "KillMode")["KillMode"] == "mixed"  # ours: SIGTERM reaches the main process only
 
 
 def test_nextn_flags_gone_dflash_flags_in_tuned_flags_kept(host):

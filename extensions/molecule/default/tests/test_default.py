@@ -64,6 +64,8 @@ def test_operator_unit_untouched_our_dropin_beside_it(host):
     assert dropin.startswith("# Managed by gpufleet.sglang")
     assert "\nExecStart=\nExecStart=/opt/sglang-0.5.23/bin/python3 -m gpufleet_standin" in dropin
     assert "EnvironmentFile=/etc/sglang/sglang.env" in dropin
+    # The operator's unit sets no stop settings: ours let SGLang drain on SIGTERM (sglang#35202).
+    assert dropin.endswith("KillMode=mixed\nTimeoutStopSec=330\n")
 
 
 def test_secrets_only_in_the_0600_environment_file(host):
