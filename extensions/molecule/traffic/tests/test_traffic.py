@@ -96,6 +96,24 @@ def test_gateway_problems_are_refused_before_any_change_and_nothing_is_left_out_
         assert gateway_workers() == dict((w, "ready") for w in WORKERS)
 
 
+def test_the_operators_own_balancer_hooks_run_around_the_switch():
+    """playbooks/examples/*_flag.yml: a maintenance flag for another balancer's health check, raised before the
+    drain and lowered after the proof (here beside the gateway steps)."""
+    examples = os.path.abspath(os.path.join(HERE, "..", "..", "..", "..", "playbooks", "examples"))
+    hooks = ["-e", "sglang_dflash_out_of_rotation_tasks=%s/out_of_rotation_flag.yml" % examples,
+             "-e", "sglang_dflash_back_in_rotation_tasks=%s/back_in_rotation_flag.yml" % examples]
+    run, counts, seconds = under_load(GATEWAY, lambda: rollout(
+        "--limit", "traffic-4", "-e", "sglang_dflash_draft_window_size=4096", *hooks), clients=8)
+    report("rollout of traffic-4 with the example hooks under load", counts, seconds)
+    assert run.returncode == 0, run.output[-3000:]
+    assert counts["failed"] == 0, counts["failures"]
+    traffic4 = node("traffic-4")
+    log = traffic4.file("/var/lib/gpufleet-sglang/rotation-hooks.log").content_string.split()
+    assert log[0::3] == ["out", "back"] and log[1::3] == ["sglang.service", "sglang.service"]
+    assert not traffic4.file("/run/gpufleet-sglang/sglang.service.out-of-rotation").exists
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+
+
 def test_a_run_with_nothing_to_change_leaves_the_gateway_alone():
     run = rollout("--limit", "traffic-1")
     assert run.returncode == 0 and recap_changed(run.output, "traffic-1") == 0
@@ -113,3 +131,21 @@ def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
     assert run.returncode == 0, run.output[-3000:]
     assert counts["failed"] > 0
     assert counts["streamed"]["failed"] > 0
+
+
+def test_the_fleet_report_shows_each_host_in_its_gateway(tmp_path):
+    inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
+    playbook = os.path.join(HERE, "..", "..", "..", "..", "playbooks", "gather_facts.yml")
+    run = subprocess.run(["ansible-playbook", "-i", inventory, playbook, "-e", "sglang_fleet_report_dir=%s" % tmp_path],
+                         capture_output=True, text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    rows = dict((r["host"], r) for r in json.loads((tmp_path / "fleet-report.json").read_text())["hosts"])
+    for number, name in enumerate(NODES, 1):
+        gateway = rows[name]["gateway"]
+        assert gateway["worker_url"] == "http://127.0.0.1:3112%d" % number
+        assert gateway["states"] == [{"gateway": GATEWAY, "state": "in rotation"}]
+    traffic = rows["traffic-4"]["facts"]["rollout_record"]["traffic"]
+    assert traffic["gateways"] == [GATEWAY] and traffic["out_of_rotation_s"] > 0
+    html = (tmp_path / "fleet-report.html").read_text()
+    assert "in rotation" in html and "out of rotation" in html  # the state, and the last rollout's figures
+    assert KEY not in html and KEY not in run.stdout
