@@ -16,38 +16,19 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "bench"))
+
+from lab_nodes import sh, start_nodes  # noqa: E402
+
 VENV_BIN = Path(sys.executable).parent
 FIRST_PORT = 22300
 PREFIX = "gpufleet-bench-"
-
-
-def sh(argv, env=None, check=True):
-    proc = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        sys.exit("%s failed (rc %s):\n%s\n%s"
-                 % (" ".join(map(str, argv[:4])), proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return proc
-
-
-def start_nodes(count, keys, env):
-    image = os.environ.get("GPUFLEET_NODE_IMAGE", "localhost/gpufleet-sglang-node:bookworm")
-    names = []
-    for i in range(count):
-        name = "%s%02d" % (PREFIX, i)
-        names.append(name)
-        if sh(["podman", "container", "exists", name], env=env, check=False).returncode == 0:
-            continue
-        sh(["podman", "run", "-d", "--name", name, "--hostname", name, "--systemd=always",
-            "-p", "127.0.0.1:%d:22" % (FIRST_PORT + i),
-            "-v", "%s/authorized_keys:/home/ops/.ssh/authorized_keys:ro" % keys, image, "/sbin/init"], env=env)
-    return names
 
 
 def inventory(path, names, keys, method):
@@ -90,7 +71,7 @@ def main():
     env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],
                                          env=env).stdout.strip()
     work = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
-    names = start_nodes(max(args.hosts), keys, env)
+    names = start_nodes(PREFIX, max(args.hosts), FIRST_PORT, keys, env)
     try:
         inv = work / "all.json"
         inventory(inv, names, keys, args.method)

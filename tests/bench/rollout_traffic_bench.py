@@ -21,28 +21,21 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "traffic"))
+sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from lab import under_load  # noqa: E402
+from lab_nodes import sh, start_nodes  # noqa: E402
 
 VENV_BIN = Path(sys.executable).parent
 PREFIX = "gpufleet-traffic-bench-"
 FIRST_SSH_PORT, FIRST_API_PORT, GATEWAY_PORT = 22400, 31400, 30280
 KEY = "bench-gateway-admin-key"
-
-
-def sh(argv, env=None, check=True):
-    proc = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        sys.exit("%s failed (rc %s):\n%s\n%s"
-                 % (" ".join(map(str, argv[:4])), proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
-    return proc
 
 
 def check_room(count):
@@ -63,20 +56,6 @@ def check_room(count):
                 busy.append(port)
     if busy and not all(FIRST_SSH_PORT <= p < FIRST_SSH_PORT + count for p in busy):
         sys.exit("ports already in use on 127.0.0.1: %s (another bench or lab?)" % busy)
-
-
-def start_nodes(count, keys, env):
-    image = os.environ.get("GPUFLEET_NODE_IMAGE", "localhost/gpufleet-sglang-node:bookworm")
-    names = []
-    for i in range(count):
-        name = "%s%02d" % (PREFIX, i)
-        names.append(name)
-        if sh(["podman", "container", "exists", name], env=env, check=False).returncode == 0:
-            continue
-        sh(["podman", "run", "-d", "--name", name, "--hostname", name, "--systemd=always",
-            "-p", "127.0.0.1:%d:22" % (FIRST_SSH_PORT + i), "-p", "127.0.0.1:%d:30000" % (FIRST_API_PORT + i),
-            "-v", "%s/authorized_keys:/home/ops/.ssh/authorized_keys:ro" % keys, image, "/sbin/init"], env=env)
-    return names
 
 
 def inventory(path, names, keys):
@@ -132,7 +111,7 @@ def main():
     env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],
                                          env=env).stdout.strip()
     work = Path(tempfile.mkdtemp(prefix="traffic-bench-"))
-    names = start_nodes(args.hosts, keys, env)
+    names = start_nodes(PREFIX, args.hosts, FIRST_SSH_PORT, keys, env, FIRST_API_PORT)
     gateway = [REPO / "tests" / "traffic" / "lab-gateway.sh"]
     try:
         inv = work / "hosts.json"

@@ -1,0 +1,32 @@
+"""What the benchmarks share: running a command, and lab nodes as podman containers reached over SSH."""
+
+import os
+import subprocess
+import sys
+
+
+def sh(argv, env=None, check=True):
+    """Run argv; exit with its output when it fails (check)."""
+    proc = subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        sys.exit("%s failed (rc %s):\n%s\n%s"
+                 % (" ".join(map(str, argv[:4])), proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    return proc
+
+
+def start_nodes(prefix, count, first_ssh_port, keys, env, first_api_port=None):
+    """PREFIX00.. containers of the node image, SSH (and the server's port 30000, with first_api_port)
+    published on 127.0.0.1 only; a container that exists is kept."""
+    image = os.environ.get("GPUFLEET_NODE_IMAGE", "localhost/gpufleet-sglang-node:bookworm")
+    names = []
+    for i in range(count):
+        name = "%s%02d" % (prefix, i)
+        names.append(name)
+        if sh(["podman", "container", "exists", name], env=env, check=False).returncode == 0:
+            continue
+        ports = ["-p", "127.0.0.1:%d:22" % (first_ssh_port + i)]
+        if first_api_port:
+            ports += ["-p", "127.0.0.1:%d:30000" % (first_api_port + i)]
+        sh(["podman", "run", "-d", "--name", name, "--hostname", name, "--systemd=always"] + ports
+           + ["-v", "%s/authorized_keys:/home/ops/.ssh/authorized_keys:ro" % keys, image, "/sbin/init"], env=env)
+    return names
