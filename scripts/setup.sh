@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(python3-venv podman runc fuse-overlayfs slirp4netns uidmap debootstrap iproute2 rsync git curl ripgrep openssh-client chromium)
+# ansible-test's shellcheck sanity test runs only where shellcheck is installed.
+debs=(python3-venv podman runc fuse-overlayfs slirp4netns uidmap debootstrap iproute2 rsync git curl ripgrep openssh-client chromium
+  shellcheck)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -29,7 +31,7 @@ fi
 # One venv per other ansible-core release that requires_ansible claims (tests/sanity/ansible-core-matrix.txt),
 # with the project's pytest: `scripts/test.sh versions` runs ansible-test sanity and the unit tests in each.
 pytest_pin=$(grep -o '^pytest==[0-9.]*' requirements-dev.txt)
-for core in $(grep -v '^#' tests/sanity/ansible-core-matrix.txt); do
+grep -v '^#' tests/sanity/ansible-core-matrix.txt | while read -r core; do
   venv=.cache/ansible-core/${core%.*}
   want="ansible-core==$core $pytest_pin"
   if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$want" ]; then

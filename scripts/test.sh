@@ -42,7 +42,7 @@ run_stage() {
     versions)
       stage versions
       local core venv start
-      for core in $(grep -v '^#' tests/sanity/ansible-core-matrix.txt); do
+      while read -r core; do
         start=$SECONDS
         venv="$PWD/.cache/ansible-core/${core%.*}"
         printf -- '--- ansible-core %s: sanity, unit tests\n' "$core"
@@ -50,7 +50,7 @@ run_stage() {
         # Its own collection install: another pytest session may be running (run_all).
         PATH="$venv/bin:$PATH" GPUFLEET_TEST_OUTPUT="$PWD/tests/output/ansible-core-${core%.*}" run_pytest tests/unit
         printf -- '--- ansible-core %s took %ss\n' "$core" "$((SECONDS - start))"
-      done
+      done < <(grep -v '^#' tests/sanity/ansible-core-matrix.txt)
       done_stage versions ;;
     pytest)
       stage pytest
@@ -72,6 +72,7 @@ run_stage() {
 # lanes use are locked (tests/helpers.py, tests/molecule.sh).
 run_all() {
   local log=.cache/test-logs/checks-lane.log checks_rc=0 system_rc=0 pid
+  # shellcheck disable=SC2054 # molecule:A,B is one stage naming two scenarios
   local checks=(lint sanity versions molecule:default,traffic) system=(pytest molecule:brownfield,fleet)
   mkdir -p "$(dirname "$log")"
   export GPUFLEET_TEST_LANE=1
