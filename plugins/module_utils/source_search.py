@@ -40,7 +40,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache impor
     matches_shape,
 )
 
-BINARY_SNIFF_BYTES = 8192
 _DEFINITION_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s")
 LINE_TEXT_LIMIT = 400
 UNREADABLE_LISTED = 50

@@ -66,12 +66,6 @@ def parse_show(text):
     return out
 
 
-def show_exec_argv(value):
-    """argv[] of the first command in a `systemctl show -p ExecStart` value (space-joined by systemd)."""
-    match = re.search(r"argv\[\]=(.*?) ; ignore_errors=", value or "")
-    return match.group(1) if match else None
-
-
 # ---- unit files --------------------------------------------------------------------------
 
 def logical_lines(text):
