@@ -123,10 +123,12 @@ def test_a_run_with_nothing_to_change_leaves_the_gateway_alone():
 
 def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
     """The baseline: what a rollout did before (restart while the gateway still routes to the host, systemd's
-    default KillMode cutting SGLang's scheduler): the load generator must see it."""
+    default KillMode cutting SGLang's scheduler): the load generator must see it. 12 clients keep about three
+    long streams in flight on each server, so each restart cuts some (a restart with none in flight on both
+    hosts is about e**-6)."""
     run, counts, seconds = under_load(GATEWAY, lambda: rollout(
         "--limit", "traffic-1,traffic-2", "-e", "sglang_dflash_draft_window_size=8192",
-        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false}'), clients=8)
+        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false}'), clients=12)
     report("baseline (no gateway steps, no drain) on traffic-1,2 under load", counts, seconds)
     assert run.returncode == 0, run.output[-3000:]
     assert counts["failed"] > 0
