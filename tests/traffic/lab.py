@@ -16,11 +16,11 @@ from pathlib import Path
 LOADGEN = Path(__file__).resolve().parent / "loadgen.py"
 
 
-def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900, api_key=None):
+def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900, api_key=None, long_tokens=1000):
     work = Path(tempfile.mkdtemp(prefix="gpufleet-load-"))
     stop, out = work / "stop", work / "load.json"
     argv = [sys.executable, str(LOADGEN), "--url", gateway_url, "--clients", str(clients), "--duration",
-            str(max_duration_s), "--stop-file", str(stop), "--out", str(out)]
+            str(max_duration_s), "--stop-file", str(stop), "--out", str(out), "--long-tokens", str(long_tokens)]
     if api_key:
         argv += ["--api-key", api_key]
     load = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -22,11 +22,11 @@ import time
 from urllib.parse import urlsplit
 
 KINDS = (
-    # (name, path, stream, tokens)
+    # (name, path, stream, tokens; None: --long-tokens)
     ("generate", "/generate", False, 16),
-    ("generate_stream", "/generate", True, 1000),
+    ("generate_stream", "/generate", True, None),
     ("chat", "/v1/chat/completions", False, 16),
-    ("chat_stream", "/v1/chat/completions", True, 600),
+    ("chat_stream", "/v1/chat/completions", True, None),
 )
 MAX_DURATION_S = 1800
 MAX_REQUESTS = 200000
@@ -105,6 +105,8 @@ def main(argv=None):
     parser.add_argument("--duration", type=float, default=300.0)
     parser.add_argument("--max-requests", type=int, default=20000)
     parser.add_argument("--stop-file")
+    parser.add_argument("--long-tokens", type=int, default=1000,
+                        help="tokens of the long streamed requests (in flight when a server stops)")
     parser.add_argument("--model", default="/models/Qwen3.6-27B")
     parser.add_argument("--api-key")
     parser.add_argument("--out")
@@ -132,6 +134,7 @@ def main(argv=None):
         turn = number
         while not stopping() and counter.take(args.max_requests):
             name, path, stream, tokens = KINDS[turn % len(KINDS)]
+            tokens = tokens or args.long_tokens
             turn += 1
             started = time.monotonic()
             ok, problem = one_request(host, target.port or 80, path, stream, tokens, args.model, headers)
