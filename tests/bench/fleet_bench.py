@@ -13,7 +13,6 @@ Not a test: nothing is asserted. The machine is shared and noisy: each figure is
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -24,9 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from lab_nodes import sh, start_nodes  # noqa: E402
+from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
 
-VENV_BIN = Path(sys.executable).parent
 FIRST_PORT = 22300
 PREFIX = "gpufleet-bench-"
 
@@ -64,12 +62,7 @@ def main():
     parser.add_argument("--method", default="auto", help="sglang_dflash_flags_method (auto, source, help, cross_check)")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
-    env = dict(os.environ, PATH="%s:%s" % (VENV_BIN, os.environ["PATH"]), ANSIBLE_NOCOLOR="1",
-               CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
-    sh([REPO / "tests" / "containers" / "build-node-image.sh"], env=env)
-    keys = sh([REPO / "tests" / "containers" / "lab-ssh-key.sh"], env=env).stdout.strip()
-    env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],
-                                         env=env).stdout.strip()
+    env, keys = lab_environment()
     work = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     names = start_nodes(PREFIX, max(args.hosts), FIRST_PORT, keys, env)
     try:

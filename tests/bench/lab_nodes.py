@@ -3,6 +3,9 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def sh(argv, env=None, check=True):
@@ -30,3 +33,15 @@ def start_nodes(prefix, count, first_ssh_port, keys, env, first_api_port=None):
         sh(["podman", "run", "-d", "--name", name, "--hostname", name, "--systemd=always"] + ports
            + ["-v", "%s/authorized_keys:/home/ops/.ssh/authorized_keys:ro" % keys, image, "/sbin/init"], env=env)
     return names
+
+
+def lab_environment():
+    """(env, keys): this venv's tools first on PATH, the lab's containers.conf, the node image built, the lab's SSH
+    key pair, and the collection installed for ansible-playbook."""
+    env = dict(os.environ, PATH="%s:%s" % (Path(sys.executable).parent, os.environ["PATH"]), ANSIBLE_NOCOLOR="1",
+               CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
+    sh([REPO / "tests" / "containers" / "build-node-image.sh"], env=env)
+    keys = sh([REPO / "tests" / "containers" / "lab-ssh-key.sh"], env=env).stdout.strip()
+    env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],
+                                         env=env).stdout.strip()
+    return env, keys

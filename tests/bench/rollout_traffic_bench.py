@@ -18,7 +18,6 @@ F must be 0; B above 0 shows that the load generator sees losses. Not a test: no
 
 import argparse
 import json
-import os
 import re
 import shutil
 import sys
@@ -30,9 +29,8 @@ sys.path.insert(0, str(REPO / "tests" / "traffic"))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from lab import under_load  # noqa: E402
-from lab_nodes import sh, start_nodes  # noqa: E402
+from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
 
-VENV_BIN = Path(sys.executable).parent
 PREFIX = "gpufleet-traffic-bench-"
 FIRST_SSH_PORT, FIRST_API_PORT, GATEWAY_PORT = 22400, 31400, 30280
 KEY = "bench-gateway-admin-key"
@@ -104,12 +102,7 @@ def main():
     parser.add_argument("--keep", action="store_true", help="leave the containers and the gateway running")
     args = parser.parse_args()
     check_room(args.hosts)
-    env = dict(os.environ, PATH="%s:%s" % (VENV_BIN, os.environ["PATH"]), ANSIBLE_NOCOLOR="1",
-               CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
-    sh([REPO / "tests" / "containers" / "build-node-image.sh"], env=env)
-    keys = sh([REPO / "tests" / "containers" / "lab-ssh-key.sh"], env=env).stdout.strip()
-    env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],
-                                         env=env).stdout.strip()
+    env, keys = lab_environment()
     work = Path(tempfile.mkdtemp(prefix="traffic-bench-"))
     names = start_nodes(PREFIX, args.hosts, FIRST_SSH_PORT, keys, env, FIRST_API_PORT)
     gateway = [REPO / "tests" / "traffic" / "lab-gateway.sh"]
