@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 import yaml
-from ansible_collections.gpufleet.sglang.plugins.module_utils import deployment
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _settings
 
 ROLE = Path(__file__).resolve().parents[2] / "roles" / "sglang_dflash"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
@@ -35,7 +35,7 @@ def test_the_plan_settings_read_role_variables_that_exist():
 
 
 def test_the_plan_normalises_settings_that_vars_main_passes():
-    checked = set(deployment.INTEGER_SETTINGS) | set(deployment.FLOAT_SETTINGS) | set(deployment.BOOLEAN_SETTINGS)
+    checked = set(_settings.INTEGER_SETTINGS) | set(_settings.FLOAT_SETTINGS) | set(_settings.BOOLEAN_SETTINGS)
     assert checked <= set(SETTINGS), checked - set(SETTINGS)
     for key in checked:
         assert "sglang_dflash_" + key in SPEC, key

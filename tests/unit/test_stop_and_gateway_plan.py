@@ -2,10 +2,10 @@
 a host, as the deployment plan decides them."""
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.deployment import (
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import rollback_message
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import (
     deployment_plan,
     gateway_plan,
-    rollback_message,
     stop_plan,
     time_span_seconds,
 )

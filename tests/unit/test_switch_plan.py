@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils import cli_flags
-from ansible_collections.gpufleet.sglang.plugins.module_utils.deployment import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.module_utils.file_snapshot import Snapshot, SnapshotError
-from ansible_collections.gpufleet.sglang.plugins.module_utils.switch_plan import plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
     UnitError,
     command_to_dict,
@@ -21,6 +19,8 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit impor
     split_exec_start,
     split_words,
 )
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import plan_arguments
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sglang"
 LAUNCHERS = ["sglang.launch_server"]

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The server's new arguments: from the running command line (switch) or from nothing (install).
 
-Pure functions, unit-tested with real releases' flags. Switch mode keeps every argument of the
-running command that is not a speculative setting, removes every speculative setting whatever the
+Controller-only and pure, unit-tested with real releases' flags. Switch mode keeps every argument of
+the running command that is not a speculative setting, removes every speculative setting whatever the
 old algorithm was, adds the DFlash/DDTree ones, and lets role variables override kept values. Kept
 words keep their raw text (``${VAR}``, ``%i``, the operator's quoting). Flags that carry secrets
 never appear in the command as written: their value moves to the environment file and the command
@@ -20,7 +20,7 @@ import re
 import shlex
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import INTENT_FLAGS, capabilities
-from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import UnsafeValue, systemd_quote
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import UnsafeValue, systemd_quote
 
 BASE_INTENTS = ("model_path", "host", "port", "tp_size")
 SPECULATIVE_INTENTS = ("algorithm", "draft_model_path", "block_size", "draft_window_size", "ddtree_budget")
@@ -151,10 +151,43 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
     index = flag_index(flags)
     names = caps["flags"]
     mode = "switch" if current is not None else "install"
-    context = (current or {}).get("context", "systemd")
-    errors = []
-
     values = dict((k, settings.get(k)) for k in BASE_INTENTS + SPECULATIVE_INTENTS)
+    algorithm, fallback, errors = _choose_algorithm(caps, settings, values)
+    wanted, intent_errors = _wanted_intents(values, mode, algorithm, caps)
+    errors.extend(intent_errors)
+    extra_args = [str(a) for a in settings.get("extra_args") or []]
+    errors.extend(check_extra_args(extra_args, index, _managed_options(), caps["deprecated_aliases"]))
+    current_options, extra_options, parse_errors = _parse_current_and_extra(current, extra_args, index, errors)
+    errors.extend(parse_errors)
+
+    result = {"mode": mode, "capabilities": caps, "flag_names": dict((i, names.get(i)) for i in wanted),
+              "algorithm": algorithm, "fallback": fallback, "errors": errors, "args": None, "args_raw": None,
+              "secret_env": {},
+              "changes": {"kept": [], "removed": [], "added": [], "overridden": []},
+              "expected_server_info": {}, "port": None}
+    if errors:
+        return result
+    try:
+        composed = _compose(current_options, _role_settings_by_flag(wanted, values, names, index, extra_options),
+                            index, (current or {}).get("context", "systemd"))
+    except UnsafeValue as exc:
+        errors.append(str(exc))
+        return result
+    result["changes"] = composed["changes"]
+    port = _last_value(composed["args"], index, names.get("port") or "--port")
+    if port is not None and not port.isdigit():
+        errors.append("cannot tell the server's port from --port %s (expanded when the service starts); "
+                      "set sglang_dflash_port" % port)
+        return result
+    result.update(composed, expected_server_info=_expected_server_info(values, wanted, names),
+                  port=int(port) if port else SGLANG_DEFAULT_PORT,
+                  health_host=_health_host(_last_value(composed["args"], index, names.get("host") or "--host")))
+    return result
+
+
+def _choose_algorithm(caps, settings, values):
+    """(algorithm, fallback, errors): the asked algorithm, or the fallback the operator opted into."""
+    errors = []
     algorithm = settings.get("algorithm")
     supported = caps["speculative_algorithms"] or []
     fallback = None
@@ -175,6 +208,12 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
                              if algorithm == "DDTREE" and "DFLASH" in supported and not wanted_fallback else ""))
     if values["ddtree_budget"] is not None and algorithm != "DDTREE":
         errors.append("sglang_dflash_ddtree_budget applies to the DDTREE algorithm only (asked: %s)" % algorithm)
+    return algorithm, fallback, errors
+
+
+def _wanted_intents(values, mode, algorithm, caps):
+    """(intents the role sets, errors): install defaults filled in, each intent's flag in this release."""
+    errors = []
     if mode == "install":
         for key, default in INSTALL_DEFAULTS.items():
             if values[key] is None:
@@ -185,44 +224,45 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
         values["tp_size"] = None
     wanted = [i for i in BASE_INTENTS + SPECULATIVE_INTENTS if values[i] not in (None, "")]
     for intent in wanted:
-        if intent == "ddtree_budget" and algorithm not in supported:
+        if intent == "ddtree_budget" and algorithm not in (caps["speculative_algorithms"] or []):
             continue  # the unsupported algorithm is the reason already
-        if not names.get(intent):
+        if not caps["flags"].get(intent):
             errors.append("no flag for %s in this release" % intent.replace("_", " "))
+    return wanted, errors
 
-    managed = set(option for intent in BASE_INTENTS + SPECULATIVE_INTENTS + ("num_draft_tokens",)
-                  for option in INTENT_FLAGS[intent])
-    extra_args = [str(a) for a in settings.get("extra_args") or []]
-    errors.extend(check_extra_args(extra_args, index, managed, caps["deprecated_aliases"]))
 
-    current_options = []
+def _managed_options():
+    """Every option string of the settings the role owns, in any release."""
+    return set(option for intent in BASE_INTENTS + SPECULATIVE_INTENTS + ("num_draft_tokens",)
+               for option in INTENT_FLAGS[intent])
+
+
+def _parse_current_and_extra(current, extra_args, index, errors_so_far):
+    """(options of the running command, options of extra_args, errors); extra_args only when all is well."""
+    errors, current_options, extra_options = [], [], []
     if current is not None:
         current_options, current_errors = parse_arguments(current["args"], index)
         errors.extend("the running command line passes %s; remove it from the unit first" % e
                       if "is not accepted" in e else "the running command line: " + e for e in current_errors)
-    extra_options = []
-    if not errors:
-        from_extra, extra_errors = parse_arguments(
-            [_Plain(t) for t in extra_args], index)
+    if not errors_so_far and not errors:
+        extra_options, extra_errors = parse_arguments([_Plain(t) for t in extra_args], index)
         errors.extend("sglang_dflash_extra_args: " + e for e in extra_errors)
-        extra_options = from_extra
+    return current_options, extra_options, errors
 
-    result = {"mode": mode, "capabilities": caps, "flag_names": dict((i, names.get(i)) for i in wanted),
-              "algorithm": algorithm, "fallback": fallback, "errors": errors, "args": None, "args_raw": None,
-              "secret_env": {},
-              "changes": {"kept": [], "removed": [], "added": [], "overridden": []},
-              "expected_server_info": {}, "port": None}
-    if errors:
-        return result
 
-    # What the role sets, by the canonical name of the release's flag.
+def _role_settings_by_flag(wanted, values, names, index, extra_options):
+    """What the role sets, by the canonical name of the release's flag: {name: (option, values)}."""
     setting_by_flag = {}
     for intent in wanted:
         setting_by_flag[index[names[intent]]["name"]] = (names[intent], [str(values[intent])])
     for opt in extra_options:
         setting_by_flag[opt["flag"]["name"]] = (opt["option"], opt["values"])
+    return setting_by_flag
 
-    changes = result["changes"]
+
+def _compose(current_options, setting_by_flag, index, context):
+    """The new command's arguments: {args, args_raw, changes, secret_env}. Raises UnsafeValue."""
+    changes = {"kept": [], "removed": [], "added": [], "overridden": []}
     secret_env = {}
     out_values, out_raw = [], []
 
@@ -238,53 +278,44 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
             return [option, _secret_reference(variable, context)]
         return [option] + [_quote_new(v, context) for v in vals]
 
-    try:
-        for opt in current_options:
-            flag = opt["flag"]
-            secret = is_secret_flag(opt["option"])
-            shown = _display(opt["option"], opt["values"], secret)
-            if is_speculative(flag):
-                changes["removed"].append(shown)
-                continue
-            if flag["name"] in setting_by_flag:
-                option, vals = setting_by_flag.pop(flag["name"])
-                if vals == opt["values"] and option == opt["option"] and not secret:
-                    changes["kept"].append(shown)
-                    emit(option, vals, [w.raw for w in opt["words"]])
-                else:
-                    changes["overridden"].append("%s -> %s" % (shown, _display(option, vals, secret)))
-                    emit(option, vals, new_words(option, flag, vals))
-                continue
-            if secret and not all("$" in v for v in opt["values"]):
-                # A secret the operator wrote in the unit: it moves to our environment file.
+    for opt in current_options:
+        flag = opt["flag"]
+        secret = is_secret_flag(opt["option"])
+        shown = _display(opt["option"], opt["values"], secret)
+        if is_speculative(flag):
+            changes["removed"].append(shown)
+            continue
+        if flag["name"] in setting_by_flag:
+            option, vals = setting_by_flag.pop(flag["name"])
+            if vals == opt["values"] and option == opt["option"] and not secret:
                 changes["kept"].append(shown)
-                emit(opt["option"], opt["values"], new_words(opt["option"], flag, opt["values"]))
-                continue
+                emit(option, vals, [w.raw for w in opt["words"]])
+            else:
+                changes["overridden"].append("%s -> %s" % (shown, _display(option, vals, secret)))
+                emit(option, vals, new_words(option, flag, vals))
+            continue
+        if secret and not all("$" in v for v in opt["values"]):
+            # A secret the operator wrote in the unit: it moves to our environment file.
             changes["kept"].append(shown)
-            emit(opt["option"], opt["values"], [w.raw for w in opt["words"]])
-        for option, vals in setting_by_flag.values():
-            secret = is_secret_flag(option)
-            changes["added"].append(_display(option, vals, secret))
-            emit(option, vals, new_words(option, index[option], vals))
-    except UnsafeValue as exc:
-        errors.append(str(exc))
-        return result
+            emit(opt["option"], opt["values"], new_words(opt["option"], flag, opt["values"]))
+            continue
+        changes["kept"].append(shown)
+        emit(opt["option"], opt["values"], [w.raw for w in opt["words"]])
+    for option, vals in setting_by_flag.values():
+        changes["added"].append(_display(option, vals, is_secret_flag(option)))
+        emit(option, vals, new_words(option, index[option], vals))
+    return {"args": out_values, "args_raw": out_raw, "changes": changes, "secret_env": secret_env}
 
+
+def _expected_server_info(values, wanted, names):
+    """What /server_info must report for the speculative settings the role sets."""
     expected = {}
     for intent in SPECULATIVE_INTENTS:
         if intent in wanted:
             value = values[intent]
             expected[names[intent].lstrip("-").replace("-", "_")] = (
                 int(value) if intent in INTEGER_INTENTS else value)
-    port = _last_value(out_values, index, names.get("port") or "--port")
-    if port is not None and not port.isdigit():
-        errors.append("cannot tell the server's port from --port %s (expanded when the service starts); "
-                      "set sglang_dflash_port" % port)
-        return result
-    result.update(args=out_values, args_raw=out_raw, secret_env=secret_env, expected_server_info=expected,
-                  port=int(port) if port else SGLANG_DEFAULT_PORT,
-                  health_host=_health_host(_last_value(out_values, index, names.get("host") or "--host")))
-    return result
+    return expected
 
 
 class _Plain(object):

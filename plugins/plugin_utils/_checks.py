@@ -1,72 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Values written into units and environment files, drafter checks, and the server's confirmation.
+"""Checks of what a host and a server report: the drafter's config.json against the target, the GPU
+holders, the running server's /server_info against what was asked.
 
-Pure functions (no I/O), used by the deployment plan (deployment.py, switch_plan.py) and the filters.
-"""
+Controller-only and pure."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
-_ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SAFE_ARG = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
-
-
-class UnsafeValue(ValueError):
-    """A value that cannot be written into a unit file without changing its meaning."""
-
-
-def confirm_server_info(info, expected):
-    """Differences between what the running server reports and what was asked: [(key, want, got)]."""
-    diffs = []
-    for key, want in sorted(expected.items()):
-        got = info.get(key)
-        same = str(got) == str(want) if not isinstance(want, (int, float)) else _num(got) == want
-        if not same:
-            diffs.append([key, want, got])
-    return diffs
-
-
-def _num(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return value
-
-
-def systemd_quote(arg):
-    """Quote one ExecStart argument so systemd passes it through byte for byte.
-
-    systemd splits on whitespace, honours quotes and backslashes, expands %-specifiers and
-    $VARIABLES; control characters (a newline would start a new unit directive) are refused.
-    """
-    arg = str(arg)
-    if any(ord(c) < 32 or ord(c) == 127 for c in arg):
-        raise UnsafeValue("value %r contains a control character (newline, tab, ...)" % arg)
-    escaped = arg.replace("%", "%%").replace("$", "$$")
-    if _SAFE_ARG.match(arg):
-        return escaped
-    return '"%s"' % escaped.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def exec_start(argv):
-    return " ".join(systemd_quote(a) for a in argv)
-
-
-def environment_line(key, value):
-    """One KEY="VALUE" line of an EnvironmentFile."""
-    key = str(key)
-    value = str(value)
-    if not _ENV_KEY.match(key):
-        raise UnsafeValue("environment variable name %r is not a valid name" % key)
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise UnsafeValue("environment variable %s contains a control character" % key)
-    return '%s="%s"' % (key, value.replace("\\", "\\\\").replace('"', '\\"'))
-
+import os
 
 DRAFTER_ARCHITECTURES = ("DFlashDraftModel", "DFlash2DraftModel")
 
@@ -140,3 +84,47 @@ def drafter_problems(config, requested_block_size, target_config=None):
         problems.append("the drafter was trained with block_size %d but %s was requested"
                         % (block, requested_block_size))
     return problems, block
+
+
+def gpu_holders(gpus, allowed_units):
+    """GPU processes owned by none of allowed_units, described for a message."""
+    out = []
+    for proc in (gpus or {}).get("processes") or []:
+        if proc.get("unit") in allowed_units:
+            continue
+        owner = proc.get("unit") or {"process gone": "exited meanwhile"}.get(proc.get("unit_source"), "no unit")
+        out.append("GPU %s pid %s (%s, %s, %s MiB)" % (
+            proc.get("gpu_index"), proc.get("pid"), proc.get("process_name"), owner, proc.get("used_memory_mib")))
+    return out
+
+
+def host_drafter_problems(facts, settings):
+    """The drafter directory and config.json the host reported, checked against the target model, as problems."""
+    drafter = facts.get("draft_model") or {}
+    path = drafter.get("path") or os.path.join(settings.get("draft_model_path") or "?", "config.json")
+    if not drafter.get("dir_exists", True):
+        return ["drafter directory %s does not exist on this host (sglang_dflash_draft_model_path)"
+                % settings.get("draft_model_path")]
+    if drafter.get("error"):
+        return [drafter["error"]]
+    target = facts.get("model") or {}
+    problems, _block = drafter_problems(drafter.get("config"), settings.get("block_size"), target.get("config"))
+    return ["%s: %s" % (path, p) for p in problems]
+
+
+def confirm_server_info(info, expected):
+    """Differences between what the running server reports and what was asked: [(key, want, got)]."""
+    diffs = []
+    for key, want in sorted(expected.items()):
+        got = info.get(key)
+        same = str(got) == str(want) if not isinstance(want, (int, float)) else _num(got) == want
+        if not same:
+            diffs.append([key, want, got])
+    return diffs
+
+
+def _num(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value

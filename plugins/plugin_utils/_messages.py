@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the role says: why a host is refused, what a rollback put back, what a run changes, the rollout's
+summary and why it stops. Each message names the host and the unit.
+
+Controller-only and pure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+def refusal_message(plan, facts, host, algorithm):
+    """Why this host cannot take the deployment: host, unit, release, every reason, what it knows."""
+    facts = facts or {}
+    package = facts.get("package") or {}
+    text = "host %s, unit %s: cannot deploy %s" % (host, plan.get("unit"), algorithm)
+    if package:
+        text += " with sglang %s (%s install at %s, python %s)" % (
+            package.get("version"), package.get("install"), package.get("location"), facts.get("python"))
+    text += ": %s." % "; ".join(plan.get("errors") or [])
+    if facts.get("capabilities"):
+        speculative = [f["name"] for f in (facts.get("flags") or {}).get("list") or []
+                       if not f.get("hidden") and f["name"].startswith("--speculative-")]
+        text += " Algorithms this release knows: %s. Speculative flags it has: %s." % (
+            ", ".join(facts.get("algorithms") or []) or "none", " ".join(speculative) or "none")
+    return text + " Nothing was changed on this host."
+
+
+def rollback_message(plan, facts, host, algorithm, outcome):
+    """What failed in the switch and what the rollback put back.
+
+    outcome: failure (the failed task's result), restarted (the new server was started),
+    old_ready (the previous service's readiness after the rollback, or None), rollback_s, journal,
+    rotation (None when the host was never out of rotation, else where it is now: "back in rotation", ...).
+    """
+    failure = outcome.get("failure") or {}
+    old_ready = outcome.get("old_ready") or {}
+    why = failure.get("msg") or "unknown failure"
+    if failure.get("crashed"):
+        why += ", detected %ss after the restart" % failure.get("elapsed_s")
+    if not outcome.get("restarted"):
+        how = "%s was not restarted and runs as before" % plan.get("unit")
+        if not plan.get("needs_change"):
+            how += "; its files were not changed by this run"
+    elif plan.get("old_active") and old_ready.get("ready"):
+        how = "the previous service is back and healthy, %.1fs after the rollback started" % float(
+            outcome.get("rollback_s") or 0)
+    elif plan.get("old_active"):
+        how = "the previous files are back but the service is NOT healthy (%s): check it now" % (
+            old_ready.get("reason") or "not checked")
+    elif plan.get("mode") == "install":
+        how = "the previous files are back (there was no unit before; ours was removed)"
+    else:
+        how = "the previous files are back (the service was not running before and is stopped again)"
+    text = "host %s, unit %s: the switch to %s failed (%s); %s." % (host, plan.get("unit"), algorithm, why, how)
+    started_again = sorted(name for name, state in (facts.get("related_units") or {}).items()
+                           if state.get("active_state") == "active") if plan.get("starts_server") else []
+    if started_again:
+        text += " Units started again: %s." % ", ".join(started_again)
+    if outcome.get("rotation"):
+        text += " This host is %s." % outcome["rotation"]
+    return text + " Last journal lines of %s: %s" % (plan.get("unit"), " | ".join(outcome.get("journal") or []))
+
+
+def plan_lines(plan):
+    """What a run changes on the host, line by line, before it changes it."""
+    changes = plan.get("changes") or {}
+    stop = plan.get("stop") or {}
+    gateway = plan.get("gateway")
+    lines = ["%s %s: %s" % (plan.get("mode"), plan.get("unit"), "changes" if plan.get("needs_change")
+                            else "already as asked")]
+    lines += ["%s: %s" % (kind, "  ".join(changes.get(kind) or [])) for kind in ("kept", "removed", "added",
+                                                                             "overridden")]
+    lines.append("stop: %s%s" % (stop.get("summary"), ("; " + "; ".join(stop["notes"])) if stop.get("notes") else ""))
+    lines.append("gateway: %s" % (("out of %s as %s while it is switched, then back"
+                                   % (", ".join(gateway["urls"]), gateway["worker_url"])) if gateway
+                                  else "none (sglang_dflash_gateway_urls)"))
+    return lines
+
+
+def rollout_stopped(hostvars, hosts, max_fail_percentage=0):
+    """Why the rollout must not start another batch ('' to go on): an earlier batch in which more
+    than max_fail_percentage of the hosts did not end with a result (failed, refused, unreachable)."""
+    batches = []
+    for host in hosts:
+        batch = hostvars[host].get("sglang_dflash_batch")
+        if batch and list(batch) not in batches:
+            batches.append(list(batch))
+    for number, batch in enumerate(batches, 1):
+        failed = [h for h in batch if not hostvars[h].get("sglang_dflash_result")]
+        if failed and len(failed) * 100.0 / len(batch) > float(max_fail_percentage or 0):
+            return ("the rollout stopped after batch %d (%s): %d of %d host(s) failed (%s), more than "
+                    "sglang_dflash_max_fail_percentage=%s%%"
+                    % (number, ", ".join(batch), len(failed), len(batch), ", ".join(failed), max_fail_percentage))
+    return ""
+
+
+def rollout_summary(hostvars, hosts):
+    """Lines per host after a rollout: its state; for a switched host the unit, mode, release, health
+    and the argument changes."""
+    lines = []
+    for host in hosts:
+        hv = hostvars[host]
+        r = hv.get("sglang_dflash_result")
+        if not r:
+            outcome = hv.get("sglang_dflash_outcome") or {}
+            if outcome.get("state") == "failed":
+                lines.append("%s: FAILED: %s" % (host, outcome.get("reason", "")[:400]))
+            elif outcome.get("state") == "not started":
+                lines.append("%s: not started, left as it was: %s" % (host, outcome.get("reason")))
+            else:
+                lines.append("%s: not reached (unreachable, or the play ended before it)" % host)
+            continue
+        healthy = "healthy=%s" % r["healthy"]
+        if r.get("time_to_healthy_s") is not None:
+            healthy += ", healthy %ss after the server started" % r["time_to_healthy_s"]
+        changes = r.get("changes") or {}
+        lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
+            host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",
+            " (check mode)" if r.get("check_mode") else "", healthy)]
+        lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
+                  for kind in ("removed", "added", "overridden")]
+        lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
+        if r.get("fallback"):
+            lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
+        traffic = r.get("traffic") or {}
+        if traffic.get("out_of_rotation_s") not in (None, ""):
+            lines.append("  rotation: out of %s for %ss; drained %s request(s) in %ss" % (
+                ", ".join(traffic.get("gateways") or []) or "the operator's balancer", traffic["out_of_rotation_s"],
+                _or_dash(traffic.get("drained_requests")), _or_dash(traffic.get("drain_s"))))
+        if (r.get("speed") or {}).get("summary"):
+            speed = r["speed"]
+            lines.append("  speed: %s%s" % (speed["summary"], "".join("; " + n for n in speed.get("notes") or [])))
+    return lines
+
+
+def _or_dash(value):
+    return "-" if value in (None, "") else value

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every record the role and the fleet report keep, each built by one function here; templates only render.
+
+- host_result: what a run did on a host (sglang_dflash_result, the play's summary);
+- rollout_record: what a switch did and measured, kept on the host (JSON) for the fleet report;
+- rollback_outcome: what the rollback of a failed switch put back (the failure message reads it);
+- fleet_row: one host of the fleet report, with or without facts; fleet_rows: every host with its gateways.
+
+Controller-only and pure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# The facts a fleet row leaves out: the module's own bookkeeping, and the release's full flag list
+# (hundreds of flags per host would make the report huge).
+_FACTS_NOT_IN_ROW = ("flags", "changed", "failed", "invocation")
+
+
+def _number(value):
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+MEASUREMENT_FIELDS = ("measured", "problem", "tokens_per_s", "latency_s_median", "accept_length",
+                      "accept_length_source", "requests", "max_new_tokens")
+
+
+def _measurement(result):
+    """The figures of a sglang_speed_probe result; None when it was not run (skipped or absent)."""
+    if not result or result.get("skipped") or "measured" not in result:
+        return None
+    return dict((k, result.get(k)) for k in MEASUREMENT_FIELDS)
+
+
+def traffic_figures(plan, out_of_rotation_s=None, drain=None):
+    """How the host left and rejoined the traffic: gateways, time out of rotation, the drain, how a stop goes."""
+    drain = drain or {}
+    drained = drain if "idle" in drain else {}  # a drain that did not run (skipped) has no figures
+    return {"gateways": ((plan or {}).get("gateway") or {}).get("urls"),
+            "out_of_rotation_s": _number(out_of_rotation_s),
+            "drain_s": drained.get("seconds"), "drained_requests": drained.get("requests_at_start"),
+            "stop": ((plan or {}).get("stop") or {}).get("summary")}
+
+
+def host_result(plan, facts, host, observed):
+    """What this run did on the host: the plan's change and what the run observed.
+
+    observed: ready (sglang_wait_ready's result), speed (sglang_speed_verdict's), out_of_rotation_s, drain
+    (sglang_wait_idle's result), check_mode. Absent keys: not observed in this run.
+    """
+    package = (facts or {}).get("package") or {}
+    ready = observed.get("ready") or {}
+    return {
+        "host": host, "unit": plan.get("unit"), "mode": plan.get("mode"),
+        "release": package.get("version"), "install": package.get("install"),
+        "algorithm": plan.get("algorithm"), "fallback": plan.get("fallback"),
+        "changed": plan.get("needs_change"), "changes": plan.get("changes"),
+        "old_exec_start": plan.get("old_exec_start"), "new_exec_start": plan.get("exec_start"),
+        "files": [f.get("path") for f in (plan.get("files") or {}).values()],
+        "healthy": bool(ready.get("ready", False)),
+        "time_to_healthy_s": ready.get("since_start_s") if plan.get("needs_change") else None,
+        "check_mode": bool(observed.get("check_mode")),
+        "speed": observed.get("speed"),
+        "traffic": traffic_figures(plan, observed.get("out_of_rotation_s"), observed.get("drain")),
+    }
+
+
+def rollout_record(plan, facts, measurements, outcome, reason, when):
+    """What a switch did and measured, as the host keeps it (JSON) for the fleet report.
+
+    measurements: {before, after} (sglang_speed_probe results, or None), verdict (sglang_speed_verdict's),
+    drain (sglang_wait_idle's result) and out_of_rotation_s.
+    outcome: switched | rolled back.
+    """
+    measurements = measurements or {}
+    verdict = measurements.get("verdict") or {}
+    settings = (plan or {}).get("settings") or {}
+    return {
+        "traffic": traffic_figures(plan, measurements.get("out_of_rotation_s"), measurements.get("drain")),
+        "time": when, "unit": plan.get("unit"), "outcome": outcome, "reason": reason,
+        "asked_algorithm": settings.get("algorithm"), "algorithm": plan.get("algorithm"),
+        "fallback": plan.get("fallback"), "release": ((facts or {}).get("package") or {}).get("version"),
+        "before": _measurement(measurements.get("before")),
+        "after": _measurement(measurements.get("after")),
+        "speedup": verdict.get("speedup"), "speed_summary": verdict.get("summary"),
+        "gates": {"min_accept_length": settings.get("min_accept_length"), "min_speedup": settings.get("min_speedup"),
+                  "passed": verdict.get("passed"), "problems": verdict.get("problems") or [],
+                  "notes": verdict.get("notes") or []},
+    }
+
+
+def rollback_outcome(observed):
+    """What the rollback of a failed switch did, as rollback_message reads it.
+
+    observed: failure (the failed task's result), restarted (the new server was started), old_ready
+    (sglang_wait_ready's result for the previous service; None or skipped when not checked), rollback_s,
+    journal_lines (unit_journal's lines, read when the failure did not bring the journal itself),
+    taken_out_of_rotation, back_in_rotation, back_failed (why putting the host back failed).
+    """
+    failure = observed.get("failure") or {}
+    old_ready = observed.get("old_ready")
+    if not old_ready or old_ready.get("skipped"):
+        old_ready = None
+    if not observed.get("taken_out_of_rotation"):
+        rotation = None
+    elif observed.get("back_failed"):
+        rotation = "left OUT of rotation: %s" % observed["back_failed"]
+    elif observed.get("back_in_rotation"):
+        rotation = "back in rotation"
+    else:
+        rotation = "left OUT of rotation: the previous service is not healthy"
+    journal = failure["journal"] if "journal" in failure else observed.get("journal_lines")
+    return {"failure": failure, "restarted": bool(observed.get("restarted")), "old_ready": old_ready,
+            "rollback_s": _number(observed.get("rollback_s")) or 0.0, "rotation": rotation,
+            "journal": list(journal or [])}
+
+
+def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
+    """One host of the fleet report. With facts and the plan: ready or blocked, and why. Without: failed
+    (reached, but no facts) or unreachable."""
+    if facts is None or plan is None:
+        return {"host": host, "status": "failed" if reached else "unreachable",
+                "reasons": ["no facts: the host %s (see the play output)"
+                            % ("failed while gathering" if reached else "was unreachable")],
+                "facts": None, "flag_names": {}, "changes": None, "algorithm": algorithm or "DFLASH",
+                "gateway": None}
+    shown = dict((k, v) for k, v in facts.items() if k not in _FACTS_NOT_IN_ROW)
+    shown["flags"] = dict((k, v) for k, v in (facts.get("flags") or {}).items() if k != "list")
+    return {"host": host, "status": "blocked" if plan.get("errors") else "ready",
+            "reasons": list(plan.get("errors") or []), "algorithm": algorithm, "mode": plan.get("mode"),
+            "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),
+            "facts": shown}
+
+
+def gateway_workers(reads):
+    """{gateway url: [workers] or the reason it could not be read} from ansible.builtin.uri results of GET /workers."""
+    out = {}
+    for read in reads or []:
+        url = str(read.get("item") or "").rstrip("/")
+        body = read.get("json")
+        if read.get("status") == 200 and isinstance(body, dict) and isinstance(body.get("workers"), list):
+            out[url] = body["workers"]
+        else:
+            out[url] = "not read: %s" % (read.get("msg") or "HTTP %s" % read.get("status"))
+    return out
+
+
+def gateway_state(gateway, workers_by_gateway):
+    """In rotation / out of rotation / not registered, per gateway, for a host's row; None without gateways."""
+    if not gateway:
+        return None
+    states = []
+    for url in gateway.get("urls") or []:
+        workers = workers_by_gateway.get(url)
+        if workers is None:
+            state = "not read"
+        elif isinstance(workers, str):
+            state = workers
+        else:
+            worker = next((w for w in workers if str(w.get("url") or "").rstrip("/").lower()
+                           == str(gateway.get("worker_url") or "").lower()), None)
+            state = "not registered" if worker is None else "in rotation" if worker.get("status") == "ready" \
+                else "out of rotation (%s)" % worker.get("status")
+        states.append({"gateway": url, "state": state})
+    return {"worker_url": gateway.get("worker_url"), "states": states,
+            "summary": "; ".join(sorted(set(s["state"] for s in states)))}
+
+
+def fleet_rows(hostvars, hosts, gateway_reads=None):
+    """One report row per host (its sglang_dflash_fleet_row, or fleet_row without facts), sorted by host, with each
+    host's place in its gateways (their GET /workers answers)."""
+    rows = []
+    workers = gateway_workers(gateway_reads)
+    for host in sorted(hosts):
+        hv = hostvars[host]
+        row = hv.get("sglang_dflash_fleet_row")
+        if row:
+            row = dict(row)
+            row["gateway"] = gateway_state(row.get("gateway"), workers)
+        else:
+            row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
+                            reached=bool(hv.get("sglang_fleet_reached")))
+        rows.append(row)
+    return rows

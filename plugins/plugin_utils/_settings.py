@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The role's variables as the plan takes them: converted to their types, or refused by name.
+
+Values given with `-e key=value` arrive as strings; a null templated by ansible-core < 2.19 arrives as
+"None". Controller-only and pure."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+# Role variable -> (lowest, highest) for the integers the role uses; None: no bound.
+INTEGER_SETTINGS = {
+    "block_size": (1, 1024), "draft_window_size": (1, None), "port": (1, 65535), "tp_size": (1, 1024),
+    "gpu_release_timeout": (1, None), "health_timeout": (1, None), "journal_lines": (0, 10000),
+    "limit_nofile": (1, None), "ddtree_budget": (1, 4096), "speed_probe_max_new_tokens": (1, 65536),
+    "drain_timeout": (1, None), "gateway_timeout": (1, None),
+}
+# Role variable -> lowest value (exclusive when the bound is 0) for the gates.
+FLOAT_SETTINGS = {"min_accept_length": 1.0, "min_speedup": 0.0}
+# Role variable -> its default when the caller gives none (the plan is also called from the report).
+BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True, "stop_drain": True}
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
+
+
+def normalize_settings(raw):
+    """Role variables with the types the plan needs: (settings, problems), each problem naming its variable."""
+    settings = dict(raw)
+    problems = []
+    for convert in (_integers, _floats, _booleans, _nullable_strings, _shapes, _relations):
+        problems.extend(convert(settings))
+    return settings, problems
+
+
+def _is_unset(value):
+    return value is None or value in ("", "None")
+
+
+def _integers(settings):
+    problems = []
+    for key, (low, high) in INTEGER_SETTINGS.items():
+        value = settings.get(key)
+        if _is_unset(value):
+            settings[key] = None
+            continue
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            problems.append("sglang_dflash_%s must be an integer, not %r" % (key, value))
+            continue
+        if number < low or (high is not None and number > high):
+            problems.append("sglang_dflash_%s must be %s, not %d" % (
+                key, ("between %d and %d" % (low, high)) if high is not None else "at least %d" % low, number))
+            continue
+        settings[key] = number
+    return problems
+
+
+def _floats(settings):
+    problems = []
+    for key, low in FLOAT_SETTINGS.items():
+        value = settings.get(key)
+        if _is_unset(value):
+            settings[key] = None
+            continue
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            problems.append("sglang_dflash_%s must be a number, not %r" % (key, value))
+            continue
+        if math.isnan(number) or number < low or (low == 0.0 and number <= 0.0):
+            bound = ("at least %s" if low else "more than %s") % low
+            problems.append("sglang_dflash_%s must be %s, not %s" % (key, bound, value))
+            continue
+        settings[key] = number
+    return problems
+
+
+def _booleans(settings):
+    problems = []
+    for key, default in BOOLEAN_SETTINGS.items():
+        value = settings.get(key, default)
+        if isinstance(value, bool):
+            settings[key] = value
+            continue
+        text = str(value).strip().lower()
+        if text in TRUE_WORDS or text in FALSE_WORDS:
+            settings[key] = text in TRUE_WORDS
+        else:
+            problems.append("sglang_dflash_%s must be true or false, not %r" % (key, value))
+    return problems
+
+
+def _nullable_strings(settings):
+    for key in ("model_path", "draft_model_path", "python", "host", "fallback_algorithm", "gateway_worker_url"):
+        if settings.get(key) in ("", "None"):
+            settings[key] = None
+    return []
+
+
+def _shapes(settings):
+    """Required values, choices, lists and mappings, URLs, the gates that need the speed probe."""
+    problems = []
+    if not settings.get("draft_model_path"):
+        problems.append("sglang_dflash_draft_model_path is required (the drafter directory on the host)")
+    if settings.get("algorithm") not in ("DFLASH", "DDTREE"):
+        problems.append("sglang_dflash_algorithm must be DFLASH or DDTREE, not %r" % settings.get("algorithm"))
+    if settings.get("fallback_algorithm") not in (None, "DFLASH"):
+        problems.append("sglang_dflash_fallback_algorithm must be DFLASH or unset, not %r"
+                        % settings.get("fallback_algorithm"))
+    if not isinstance(settings.get("speed_probe_prompts") or [], list):
+        problems.append("sglang_dflash_speed_probe_prompts must be a list of prompts")
+    gates = [k for k in FLOAT_SETTINGS if settings.get(k) is not None]
+    if gates and settings.get("speed_probe") is False:
+        problems.append("%s need(s) the speed probe: set sglang_dflash_speed_probe=true or unset the gate"
+                        % ", ".join("sglang_dflash_" + k for k in gates))
+    if not isinstance(settings.get("extra_args") or [], list):
+        problems.append("sglang_dflash_extra_args must be a list of argv tokens")
+    if not isinstance(settings.get("environment") or {}, dict):
+        problems.append("sglang_dflash_environment must be a mapping of variable names to values")
+    if not isinstance(settings.get("stop_units") or [], list):
+        problems.append("sglang_dflash_stop_units must be a list of unit names")
+    gateways = settings.get("gateway_urls") or []
+    if not isinstance(gateways, list) or not all(str(u).startswith(("http://", "https://")) for u in gateways):
+        problems.append("sglang_dflash_gateway_urls must be a list of http:// or https:// URLs, not %r" % (gateways,))
+    worker_url = settings.get("gateway_worker_url")
+    if worker_url is not None and not str(worker_url).startswith(("http://", "https://")):
+        problems.append("sglang_dflash_gateway_worker_url must be an http:// or https:// URL, not %r" % worker_url)
+    return problems
+
+
+def _relations(settings):
+    """Numbers that are valid alone but not together."""
+    problems = []
+    window, block = settings.get("draft_window_size"), settings.get("block_size")
+    if isinstance(window, int) and isinstance(block, int) and window < block:
+        problems.append("sglang_dflash_draft_window_size (%d) must be at least sglang_dflash_block_size (%d): "
+                        "SGLang refuses to start otherwise" % (window, block))
+    return problems

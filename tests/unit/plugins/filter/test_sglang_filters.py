@@ -1,0 +1,30 @@
+"""The filter plugin is thin: each filter hands plain values to plugin_utils (tested there). Here: every filter
+is registered and documented, and the filters with a rule of their own."""
+
+from pathlib import Path
+
+from ansible_collections.gpufleet.sglang.plugins.filter.sglang import FilterModule
+
+FILTER_DIR = Path(__file__).resolve().parents[4] / "plugins" / "filter"
+
+
+def test_every_filter_is_documented():
+    filters = FilterModule().filters()
+    assert sorted(filters) == sorted(p.stem for p in FILTER_DIR.glob("sglang_*.yml"))
+
+
+def test_gpu_holders_allows_the_units_as_systemd_spells_them():
+    holders = FilterModule().filters()["sglang_gpu_holders"]
+    gpus = {"processes": [
+        {"gpu_index": 0, "pid": 10, "process_name": "python", "unit": "sglang-qwen.service", "used_memory_mib": 9},
+        {"gpu_index": 1, "pid": 11, "process_name": "python", "unit": None, "used_memory_mib": 5},
+        {"gpu_index": 1, "pid": 12, "process_name": "torchrun", "unit": None, "unit_source": "process gone",
+         "used_memory_mib": 4}]}
+    assert holders(gpus, ["sglang-qwen"]) == ["GPU 1 pid 11 (python, no unit, 5 MiB)",
+                                              "GPU 1 pid 12 (torchrun, exited meanwhile, 4 MiB)"]
+    assert holders({"skipped": True}, ["sglang-qwen"]) == []
+
+
+def test_unit_name():
+    unit_name = FilterModule().filters()["sglang_unit_name"]
+    assert unit_name("sglang-qwen") == "sglang-qwen.service" and unit_name("sglang@a.service") == "sglang@a.service"

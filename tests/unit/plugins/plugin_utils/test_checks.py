@@ -1,0 +1,29 @@
+"""The drafter's config.json checks and the server's confirmation (plugin_utils/_checks.py)."""
+
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import confirm_server_info, drafter_problems
+
+DRAFTER = {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5,
+           "dflash_config": {"block_size": 16, "target_layer_ids": [1, 16, 31], "mask_token_id": 151669}}
+
+
+def test_drafter_checks():
+    assert drafter_problems(DRAFTER, 16) == ([], 16)
+    assert drafter_problems(DRAFTER, None) == ([], 16)
+    problems, block = drafter_problems(DRAFTER, 8)
+    assert problems == ["the drafter was trained with block_size 16 but 8 was requested"] and block == 16
+    top_level = {"architectures": ["DFlash2DraftModel"], "num_hidden_layers": 0, "block_size": 16,
+                 "target_layer_ids": [], "conv_kernel_size": 3}
+    problems = drafter_problems(top_level, 16)[0]
+    assert "num_hidden_layers 0 is not an integer >= 1" in problems
+    assert "target_layer_ids [] is not a non-empty list of integers >= 0" in problems
+    assert "conv_kernel_size and conv_group_size must be set together" in problems
+    assert drafter_problems({"architectures": ["DFlashDraftModel"], "text_config": {"num_hidden_layers": 2}},
+                            16)[0] == ["config.json has no block_size (in dflash_config or at the top level)"]
+    assert drafter_problems([], 16)[0] == ["config.json is not a JSON object"]
+
+
+def test_server_info_confirmation():
+    expected = {"speculative_algorithm": "DFLASH", "speculative_dflash_block_size": 16}
+    assert confirm_server_info({"speculative_algorithm": "DFLASH", "speculative_dflash_block_size": 16}, expected) == []
+    assert confirm_server_info({"speculative_algorithm": None, "speculative_dflash_block_size": "16"}, expected) == [
+        ["speculative_algorithm", "DFLASH", None]]

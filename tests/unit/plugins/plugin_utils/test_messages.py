@@ -1,0 +1,53 @@
+"""What the role says (plugin_utils/_messages.py): the change before it is made, the rollout's summary and
+why it stops. The refusal and rollback messages are tested with the plan (test_switch_plan.py,
+test_stop_and_gateway_plan.py)."""
+
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
+    plan_lines,
+    rollout_stopped,
+    rollout_summary,
+)
+
+PLAN = {"mode": "switch", "unit": "sglang-qwen.service", "needs_change": True,
+        "changes": {"kept": ["--tp 2", "--mem-fraction-static 0.8"], "removed": ["--speculative-algorithm NEXTN"],
+                    "added": [], "overridden": []},
+        "stop": {"summary": "SIGTERM to the main process only", "notes": ["a note"]},
+        "gateway": {"urls": ["http://gw:30180"], "worker_url": "http://10.0.0.5:30000"}}
+
+
+def test_plan_lines():
+    assert plan_lines(PLAN) == [
+        "switch sglang-qwen.service: changes", "kept: --tp 2  --mem-fraction-static 0.8",
+        "removed: --speculative-algorithm NEXTN", "added: ", "overridden: ",
+        "stop: SIGTERM to the main process only; a note",
+        "gateway: out of http://gw:30180 as http://10.0.0.5:30000 while it is switched, then back"]
+    quiet = plan_lines(dict(PLAN, needs_change=False, gateway=None, stop={"summary": "as the unit says"}))
+    assert quiet[0] == "switch sglang-qwen.service: already as asked"
+    assert quiet[-2:] == ["stop: as the unit says", "gateway: none (sglang_dflash_gateway_urls)"]
+
+
+def test_the_rollout_stops_after_a_batch_over_the_failure_budget():
+    hostvars = {"a": {"sglang_dflash_batch": ["a", "b"], "sglang_dflash_result": {"unit": "sglang.service"}},
+                "b": {"sglang_dflash_batch": ["a", "b"]},
+                "c": {"sglang_dflash_batch": ["c"], "sglang_dflash_result": {"unit": "sglang.service"}}}
+    assert rollout_stopped(hostvars, ["a", "b", "c"], 50) == ""
+    stopped = rollout_stopped(hostvars, ["a", "b", "c"], 0)
+    assert stopped.startswith("the rollout stopped after batch 1 (a, b): 1 of 2 host(s) failed (b)")
+
+
+def test_rollout_summary_lines():
+    result = {"unit": "sglang-qwen.service", "mode": "switch", "release": "0.5.23", "algorithm": "DFLASH",
+              "changed": True, "healthy": True, "time_to_healthy_s": 40.0, "changes": PLAN["changes"],
+              "traffic": {"out_of_rotation_s": 55.0, "gateways": ["http://gw:30180"], "drained_requests": 2,
+                          "drain_s": 5.0}, "speed": {"summary": "tokens/s 200.0 -> 480.0 (2.40x)", "notes": []}}
+    hostvars = {"a": {"sglang_dflash_result": result},
+                "b": {"sglang_dflash_outcome": {"state": "failed", "reason": "drafter crashed"}},
+                "c": {"sglang_dflash_outcome": {"state": "not started", "reason": "batch 1 failed"}}, "d": {}}
+    lines = rollout_summary(hostvars, ["a", "b", "c", "d"])
+    assert lines[0] == ("a: sglang-qwen.service (switch) sglang 0.5.23 DFLASH changed, healthy=True, "
+                        "healthy 40.0s after the server started")
+    assert "  kept: 2 argument(s)" in lines
+    assert "  rotation: out of http://gw:30180 for 55.0s; drained 2 request(s) in 5.0s" in lines
+    assert "  speed: tokens/s 200.0 -> 480.0 (2.40x)" in lines
+    assert lines[-3:] == ["b: FAILED: drafter crashed", "c: not started, left as it was: batch 1 failed",
+                          "d: not reached (unreachable, or the play ended before it)"]

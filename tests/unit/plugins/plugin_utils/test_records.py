@@ -1,0 +1,122 @@
+"""Every record the role and the fleet report keep, each built once (plugin_utils/_records.py)."""
+
+import pytest
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import (
+    fleet_row,
+    fleet_rows,
+    gateway_state,
+    host_result,
+    rollback_outcome,
+    rollout_record,
+    traffic_figures,
+)
+
+PLAN = {"unit": "sglang-qwen.service", "mode": "switch", "algorithm": "DFLASH", "fallback": None, "needs_change": True,
+        "changes": {"kept": ["--tp 2"], "removed": ["--speculative-algorithm NEXTN"], "added": [], "overridden": []},
+        "old_exec_start": "/root/ml-env/bin/python -m sglang.launch_server --tp 2", "exec_start": "new",
+        "files": {"config": {"path": "/etc/systemd/system/sglang-qwen.service.d/90-gpufleet-sglang.conf"},
+                  "env": {"path": "/etc/gpufleet-sglang/sglang-qwen.env"}},
+        "gateway": {"urls": ["http://127.0.0.1:30180"], "worker_url": "http://10.0.0.5:30000"},
+        "stop": {"summary": "SIGTERM to the main process only"},
+        "settings": {"algorithm": "DDTREE", "min_accept_length": 3.0, "min_speedup": None},
+        "errors": [], "flag_names": {"block_size": "--speculative-dflash-block-size"}}
+FACTS = {"package": {"version": "0.5.23", "install": "site-packages"}, "python": "/root/ml-env/bin/python",
+         "flags": {"method": "source", "list": [{"name": "--port"}]}, "changed": False, "invocation": {"x": 1}}
+DRAIN = {"idle": True, "seconds": 4.5, "requests_at_start": 3}
+
+
+def test_traffic_figures_only_from_a_drain_that_ran():
+    assert traffic_figures(PLAN, "12.5", DRAIN) == {
+        "gateways": ["http://127.0.0.1:30180"], "out_of_rotation_s": 12.5, "drain_s": 4.5, "drained_requests": 3,
+        "stop": "SIGTERM to the main process only"}
+    skipped = traffic_figures(PLAN, None, {"skipped": True, "seconds": 9})
+    assert skipped["drain_s"] is None and skipped["out_of_rotation_s"] is None
+    assert traffic_figures({}, None, None)["gateways"] is None
+
+
+def test_host_result_is_the_plan_and_what_the_run_observed():
+    result = host_result(PLAN, FACTS, "gpu-1", {"ready": {"ready": True, "since_start_s": 41.0},
+                                                "speed": {"passed": True}, "drain": DRAIN, "check_mode": False})
+    assert result["host"] == "gpu-1" and result["unit"] == "sglang-qwen.service" and result["release"] == "0.5.23"
+    assert result["files"] == [PLAN["files"]["config"]["path"], PLAN["files"]["env"]["path"]]
+    assert result["healthy"] is True and result["time_to_healthy_s"] == 41.0 and result["changed"] is True
+    assert result["new_exec_start"] == "new" and result["traffic"]["drained_requests"] == 3
+
+
+def test_host_result_without_observations():
+    result = host_result(dict(PLAN, needs_change=False), FACTS, "gpu-1", {"ready": {"ready": True, "since_start_s": 9}})
+    assert result["time_to_healthy_s"] is None  # not restarted by this run: its start time is not ours
+    assert host_result(PLAN, FACTS, "gpu-1", {})["healthy"] is False
+
+
+def test_rollout_record_keeps_the_figures_and_the_gates():
+    before = {"measured": True, "tokens_per_s": 200.0, "invocation": {}, "skipped": False}
+    record = rollout_record(PLAN, FACTS, {"before": before, "after": {"skipped": True}, "drain": DRAIN,
+                                          "verdict": {"speedup": 2.4, "summary": "s", "passed": True}},
+                            "switched", None, "2026-12-05T10:00:00Z")
+    assert record["before"]["tokens_per_s"] == 200.0 and "invocation" not in record["before"]
+    assert record["after"] is None and record["asked_algorithm"] == "DDTREE" and record["algorithm"] == "DFLASH"
+    assert record["gates"] == {"min_accept_length": 3.0, "min_speedup": None, "passed": True, "problems": [],
+                               "notes": []}
+    assert record["traffic"] == traffic_figures(PLAN, None, DRAIN)
+
+
+@pytest.mark.parametrize("observed, rotation", [
+    ({}, None),
+    ({"taken_out_of_rotation": True, "back_in_rotation": True}, "back in rotation"),
+    ({"taken_out_of_rotation": True, "back_in_rotation": True, "back_failed": "HTTP 503"},
+     "left OUT of rotation: HTTP 503"),
+    ({"taken_out_of_rotation": True}, "left OUT of rotation: the previous service is not healthy"),
+])
+def test_rollback_outcome_says_where_the_host_is_in_the_traffic(observed, rotation):
+    assert rollback_outcome(observed)["rotation"] == rotation
+
+
+def test_rollback_outcome_journal_and_readiness():
+    crashed = rollback_outcome({"failure": {"msg": "crashed", "journal": ["a"]}, "journal_lines": ["b"],
+                                "old_ready": {"skipped": True}, "rollback_s": "3.5", "restarted": True})
+    assert crashed["journal"] == ["a"] and crashed["old_ready"] is None and crashed["rollback_s"] == 3.5
+    gated = rollback_outcome({"failure": {"msg": "too slow"}, "journal_lines": ["b"], "old_ready": {"ready": True}})
+    assert gated["journal"] == ["b"] and gated["old_ready"] == {"ready": True} and gated["restarted"] is False
+
+
+def test_fleet_row_with_facts_leaves_out_the_flag_list():
+    row = fleet_row("gpu-1", FACTS, PLAN, "DFLASH")
+    assert row["status"] == "ready" and row["reasons"] == [] and row["mode"] == "switch"
+    assert row["facts"]["flags"] == {"method": "source"} and "invocation" not in row["facts"]
+    assert "changed" not in row["facts"] and row["facts"]["python"] == "/root/ml-env/bin/python"
+    blocked = fleet_row("gpu-1", FACTS, dict(PLAN, errors=["no drafter"]), "DFLASH")
+    assert blocked["status"] == "blocked" and blocked["reasons"] == ["no drafter"]
+
+
+@pytest.mark.parametrize("reached, status, words", [(True, "failed", "failed while gathering"),
+                                                    (False, "unreachable", "was unreachable")])
+def test_fleet_row_without_facts(reached, status, words):
+    row = fleet_row("gpu-2", reached=reached)
+    assert row["status"] == status and words in row["reasons"][0] and row["facts"] is None
+    assert row["algorithm"] == "DFLASH"
+
+
+def test_fleet_rows_every_host_sorted_with_its_gateway_state():
+    gateway = {"urls": ["http://gw:30180", "http://gw2:30180"], "worker_url": "http://10.0.0.5:30000"}
+    hostvars = {"b": {"sglang_dflash_fleet_row": dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)},
+                "a": {"sglang_fleet_reached": True, "sglang_dflash_algorithm": "DDTREE"}, "c": {}}
+    reads = [{"item": "http://gw:30180/", "status": 200,
+              "json": {"workers": [{"url": "http://10.0.0.5:30000/", "status": "ready"}]}},
+             {"item": "http://gw2:30180", "status": -1, "msg": "connection refused"}]
+    rows = fleet_rows(hostvars, ["c", "b", "a"], reads)
+    assert [(r["host"], r["status"]) for r in rows] == [("a", "failed"), ("b", "ready"), ("c", "unreachable")]
+    assert rows[0]["algorithm"] == "DDTREE"
+    assert rows[1]["gateway"]["states"] == [{"gateway": "http://gw:30180", "state": "in rotation"},
+                                            {"gateway": "http://gw2:30180", "state": "not read: connection refused"}]
+
+
+@pytest.mark.parametrize("workers, state", [
+    ([], "not registered"),
+    ([{"url": "http://10.0.0.5:30000", "status": "pending"}], "out of rotation (pending)"),
+])
+def test_gateway_state(workers, state):
+    gateway = {"urls": ["http://gw:30180"], "worker_url": "http://10.0.0.5:30000"}
+    assert gateway_state(gateway, {"http://gw:30180": workers})["summary"] == state
+    assert gateway_state(gateway, {})["summary"] == "not read"
+    assert gateway_state(None, {}) is None

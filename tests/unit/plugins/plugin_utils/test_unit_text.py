@@ -1,0 +1,49 @@
+"""Quoting for units and environment files (plugin_utils/_unit_text.py)."""
+
+import pytest
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import split_words
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import (
+    UnsafeValue,
+    environment_line,
+    exec_start,
+    systemd_quote,
+)
+
+
+@pytest.mark.parametrize("value", [
+    "/models/x\nExecStartPre=/bin/rm -rf /",
+    "/models/x\rUser=root",
+    "tab\there",
+])
+def test_control_characters_are_refused(value):
+    with pytest.raises(UnsafeValue):
+        systemd_quote(value)
+
+
+@pytest.mark.parametrize("value", [
+    "/models/with space/Qwen",
+    "/models/$HOME/${PATH}",
+    "/models/%n%i%%",
+    'quote"and\\backslash',
+    "semi;colon && rm -rf / | cat `id` $(id)",
+    "",
+])
+def test_quoting_round_trips_without_expansion(value):
+    quoted = systemd_quote(value)
+    # systemd's own rules: $ and % are doubled, so nothing is expanded; quotes group words.
+    words = split_words("/usr/bin/x " + quoted)
+    assert [w.value.replace("$$", "$").replace("%%", "%") for w in words] == ["/usr/bin/x", value]
+    assert "$" not in quoted.replace("$$", "") and "%" not in quoted.replace("%%", "")
+
+
+def test_exec_start_splits_back_to_the_argv():
+    argv = ["/opt/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/models/a b"]
+    assert [w.value for w in split_words(exec_start(argv))] == argv
+
+
+def test_environment_lines():
+    assert environment_line("HF_TOKEN", 'a"b\\c') == 'HF_TOKEN="a\\"b\\\\c"'
+    with pytest.raises(UnsafeValue):
+        environment_line("BAD-NAME", "x")
+    with pytest.raises(UnsafeValue):
+        environment_line("TOKEN", "x\nExecStart=/bin/sh")
