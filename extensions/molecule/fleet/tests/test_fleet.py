@@ -7,9 +7,11 @@ import json
 import os
 import sys
 
+import testinfra
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 
-from checks import DROPIN, health_status, server_info, written_flags  # noqa: E402
+from checks import DROPIN, health_status, recap_changed, rollout, server_info, show, written_flags  # noqa: E402
 
 # Ansible orders a group's hosts by name: batch 1 is 01-04, batch 2 05-08, and so on.
 SWITCHED = ["fleet-01-0523", "fleet-02-0511", "fleet-03-ddtree", "fleet-04-0523", "fleet-07-0523", "fleet-08-0523"]
@@ -94,3 +96,14 @@ def test_every_switched_host_shows_its_speed_before_and_after():
     speed = [x for x in lines if "  speed: tokens/s" in x]
     assert len(speed) == len(SWITCHED), speed
     assert all("acceptance - -> 6.40" in x for x in speed), speed
+
+
+def test_a_second_rollout_over_the_switched_hosts_changes_and_restarts_nothing():
+    """Idempotence of the fleet, over SSH: the same rollout again, limited to the hosts it switched (the
+    refused and rolled-back hosts would fail again by design)."""
+    nodes = [testinfra.get_host("podman://" + node) for node in SWITCHED]
+    pids = [show(node, "sglang.service", "MainPID")["MainPID"] for node in nodes]
+    run = rollout("-e", "sglang_dflash_serial=50%", "--limit", ",".join(SWITCHED))
+    assert run.returncode == 0, run.output[-3000:]
+    assert [recap_changed(run.output, node) for node in SWITCHED] == [0] * len(SWITCHED)
+    assert [show(node, "sglang.service", "MainPID")["MainPID"] for node in nodes] == pids
