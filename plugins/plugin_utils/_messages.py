@@ -72,8 +72,8 @@ def plan_lines(plan):
     gateway = plan.get("gateway")
     lines = ["%s %s: %s" % (plan.get("mode"), plan.get("unit"), "changes" if plan.get("needs_change")
                             else "already as asked")]
-    lines += ["%s: %s" % (kind, "  ".join(changes.get(kind) or [])) for kind in ("kept", "removed", "added",
-                                                                             "overridden")]
+    lines += ["%s: %s" % (kind, "  ".join(changes.get(kind) or []))
+              for kind in ("kept", "removed", "added", "overridden")]
     lines.append("stop: %s%s" % (stop.get("summary"), ("; " + "; ".join(stop["notes"])) if stop.get("notes") else ""))
     lines.append("gateway: %s" % (("out of %s as %s while it is switched, then back"
                                    % (", ".join(gateway["urls"]), gateway["worker_url"])) if gateway

@@ -15,8 +15,6 @@ import re
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import MANAGED_MARKER
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 _SAFE_ARG = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
