@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _messages,
     _plan,
     _records,
+    _revert_plan,
     _speed_gates,
 )
 
@@ -25,6 +26,11 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
 def sglang_deployment_plan(facts, settings):
     """The change for one host from its sglang_facts and the role's settings (see _plan.deployment_plan)."""
     return _plan.deployment_plan(dict(facts or {}), dict(settings or {}))
+
+
+def sglang_revert_plan(facts, settings):
+    """The way back for one host: remove our drop-in and environment file (see _revert_plan.revert_plan)."""
+    return _revert_plan.revert_plan(dict(facts or {}), dict(settings or {}))
 
 
 def sglang_refusal_message(plan, facts, host, algorithm):
@@ -111,6 +117,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "sglang_deployment_plan": sglang_deployment_plan,
+            "sglang_revert_plan": sglang_revert_plan,
             "sglang_refusal_message": sglang_refusal_message,
             "sglang_plan_lines": sglang_plan_lines,
             "sglang_rollback_outcome": sglang_rollback_outcome,

@@ -245,7 +245,7 @@ def _parse_current_and_extra(current, extra_args, index, errors_so_far):
         errors.extend("the running command line passes %s; remove it from the unit first" % e
                       if "is not accepted" in e else "the running command line: " + e for e in current_errors)
     if not errors_so_far and not errors:
-        extra_options, extra_errors = parse_arguments([_Plain(t) for t in extra_args], index)
+        extra_options, extra_errors = parse_arguments([PlainWord(t) for t in extra_args], index)
         errors.extend("sglang_dflash_extra_args: " + e for e in extra_errors)
     return current_options, extra_options, errors
 
@@ -318,8 +318,8 @@ def _expected_server_info(values, wanted, names):
     return expected
 
 
-class _Plain(object):
-    """An extra_args token as a Word-like value (raw is not used for them)."""
+class PlainWord(object):
+    """A token as a Word-like value (extra_args, or words read back from a command we wrote)."""
 
     __slots__ = ("value", "raw")
 

@@ -16,7 +16,8 @@ def refusal_message(plan, facts, host, algorithm):
     """Why this host cannot take the deployment: host, unit, release, every reason, what it knows."""
     facts = facts or {}
     package = facts.get("package") or {}
-    text = "host %s, unit %s: cannot deploy %s" % (host, plan.get("unit"), algorithm)
+    action = "cannot revert the switch" if plan.get("mode") == "revert" else "cannot deploy %s" % algorithm
+    text = "host %s, unit %s: %s" % (host, plan.get("unit"), action)
     if package:
         text += " with sglang %s (%s install at %s, python %s)" % (
             package.get("version"), package.get("install"), package.get("location"), facts.get("python"))
@@ -55,9 +56,11 @@ def rollback_message(plan, facts, host, algorithm, outcome):
         how = "the previous files are back (there was no unit before; ours was removed)"
     else:
         how = "the previous files are back (the service was not running before and is stopped again)"
-    text = "host %s, unit %s: the switch to %s failed (%s); %s." % (host, plan.get("unit"), algorithm, why, how)
+    what = "the revert to the operator's command" if plan.get("mode") == "revert" else "the switch to %s" % algorithm
+    text = "host %s, unit %s: %s failed (%s); %s." % (host, plan.get("unit"), what, why, how)
     started_again = sorted(name for name, state in (facts.get("related_units") or {}).items()
-                           if state.get("active_state") == "active") if plan.get("starts_server") else []
+                           if state.get("active_state") == "active") \
+        if plan.get("starts_server") and plan.get("mode") != "revert" else []
     if started_again:
         text += " Units started again: %s." % ", ".join(started_again)
     if outcome.get("rotation"):
@@ -72,6 +75,9 @@ def plan_lines(plan):
     gateway = plan.get("gateway")
     lines = ["%s %s: %s" % (plan.get("mode"), plan.get("unit"), "changes" if plan.get("needs_change")
                             else "already as asked")]
+    state = plan.get("switch_state")
+    if state:
+        lines.append("now: %s (%s)" % (state["state"], state["reason"]))
     lines += ["%s: %s" % (kind, "  ".join(changes.get(kind) or []))
               for kind in ("kept", "removed", "added", "overridden")]
     lines.append("stop: %s%s" % (stop.get("summary"), ("; " + "; ".join(stop["notes"])) if stop.get("notes") else ""))
@@ -118,12 +124,20 @@ def rollout_summary(hostvars, hosts):
         if r.get("time_to_healthy_s") is not None:
             healthy += ", healthy %ss after the server started" % r["time_to_healthy_s"]
         changes = r.get("changes") or {}
-        lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
-            host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",
-            " (check mode)" if r.get("check_mode") else "", healthy)]
-        lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
-                  for kind in ("removed", "added", "overridden")]
-        lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
+        check = " (check mode)" if r.get("check_mode") else ""
+        if r["mode"] == "revert":
+            lines.append("%s: %s (revert) sglang %s: %s%s, %s" % (
+                host, r["unit"], r["release"], ("back to the operator's command (%s)" % (
+                    r["algorithm"] or "no speculative decoding")) if r["changed"] else "not switched, unchanged",
+                check, healthy if r["changed"] else "left as it is"))
+            lines.append("  removed: %s" % ("  ".join(changes.get("removed") or []) or "-"))
+        else:
+            lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
+                host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",
+                check, healthy)]
+            lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
+                      for kind in ("removed", "added", "overridden")]
+            lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
         if r.get("fallback"):
             lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
         traffic = r.get("traffic") or {}

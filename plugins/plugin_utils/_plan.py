@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import u
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import render_exec_start, words_from_pairs
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import gpu_holders, host_drafter_problems
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import normalize_settings
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import (
     environment_file_content,
@@ -123,14 +124,20 @@ def _sha256(text):
 
 
 def deployment_plan(facts, raw_settings):
-    """Decide the change for one host: {errors, mode, unit, files, exec_start, changes, ...}.
+    """Decide the change for one host: {errors, mode, unit, files, exec_start, changes, switch_state, ...}.
 
     raw_settings: the role's variables without the sglang_dflash_ prefix (see roles/.../vars/main.yml).
     errors is the full list of reasons this host cannot take the deployment; when it is empty the
     rest says exactly what to write, and `needs_change` whether anything differs from the host.
+    switch_state: where the host stands now against the switch (_host_state.switch_state).
     """
+    plan = _decide(facts or {}, raw_settings)
+    plan["switch_state"] = switch_state(facts, plan)
+    return plan
+
+
+def _decide(facts, raw_settings):
     settings, errors = normalize_settings(raw_settings)
-    facts = facts or {}
     if facts.get("failed"):
         # The facts module itself failed (bad options, or it could not run on the host).
         errors.insert(0, "gathering the facts failed: %s" % facts.get("msg", "no message"))
@@ -161,7 +168,7 @@ def _empty_plan(unit, settings, switch, errors):
     """The plan before anything is decided: what a refusal and the report show."""
     return {"unit": unit.get("id") or unit_name(settings.get("service_name") or "sglang"),
             "mode": "switch" if switch else "install", "errors": errors, "needs_change": False,
-            "starts_server": False,
+            "starts_server": False, "runs_after": True, "removes_unit": False, "restart_units": [],
             "changes": {"kept": [], "removed": [], "added": [], "overridden": []}, "exec_start": None,
             "old_exec_start": (unit.get("exec_start") or {}).get("value"), "files": {},
             "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",

@@ -15,6 +15,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
+
 # The facts a fleet row leaves out: the module's own bookkeeping, and the release's full flag list
 # (hundreds of flags per host would make the report huge).
 _FACTS_NOT_IN_ROW = ("flags", "changed", "failed", "invocation")
@@ -81,7 +86,18 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
     measurements = measurements or {}
     verdict = measurements.get("verdict") or {}
     settings = (plan or {}).get("settings") or {}
+    package = (facts or {}).get("package") or {}
+    switched = outcome == "switched"
     return {
+        # What later runs compare with (the host's state, the revert): the package, the operator's files and
+        # what we wrote, as they were at the switch.
+        "package": {"version": package.get("version"), "record_sha256": package.get("record_sha256")},
+        "operator_files": ((facts or {}).get("unit") or {}).get("operator_files"),
+        "files": _written_files(plan) if switched else {},
+        "written_options": written_options(((plan.get("files") or {}).get("config") or {}).get("content"))
+        if switched else [],
+        "stopped_units": [unit_name(u) for u in settings.get("stop_units") or []]
+        if switched and plan.get("starts_server") else [],
         "traffic": traffic_figures(plan, measurements.get("out_of_rotation_s"), measurements.get("drain")),
         "time": when, "unit": plan.get("unit"), "outcome": outcome, "reason": reason,
         "asked_algorithm": settings.get("algorithm"), "algorithm": plan.get("algorithm"),
@@ -93,6 +109,18 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
                   "passed": verdict.get("passed"), "problems": verdict.get("problems") or [],
                   "notes": verdict.get("notes") or []},
     }
+
+
+def _written_files(plan):
+    """{path: sha256} of the files a switch writes, to tell a hand edit from what we wrote."""
+    files = plan.get("files") or {}
+    written = {}
+    config = files.get("config") or {}
+    if config.get("content") is not None:
+        written[config["path"]] = hashlib.sha256(config["content"].encode("utf-8")).hexdigest()
+    if (files.get("env") or {}).get("present") and plan.get("env_content") is not None:
+        written[files["env"]["path"]] = hashlib.sha256(plan["env_content"].encode("utf-8")).hexdigest()
+    return written
 
 
 def rollback_outcome(observed):
@@ -129,13 +157,13 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
                 "reasons": ["no facts: the host %s (see the play output)"
                             % ("failed while gathering" if reached else "was unreachable")],
                 "facts": None, "flag_names": {}, "changes": None, "algorithm": algorithm or "DFLASH",
-                "gateway": None}
+                "gateway": None, "switch": None}
     shown = dict((k, v) for k, v in facts.items() if k not in _FACTS_NOT_IN_ROW)
     shown["flags"] = dict((k, v) for k, v in (facts.get("flags") or {}).items() if k != "list")
     return {"host": host, "status": "blocked" if plan.get("errors") else "ready",
             "reasons": list(plan.get("errors") or []), "algorithm": algorithm, "mode": plan.get("mode"),
             "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),
-            "facts": shown}
+            "switch": plan.get("switch_state") or switch_state(facts, plan), "facts": shown}
 
 
 def gateway_workers(reads):

@@ -22,17 +22,24 @@ INTEGER_SETTINGS = {
 # Role variable -> lowest value (exclusive when the bound is 0) for the gates.
 FLOAT_SETTINGS = {"min_accept_length": 1.0, "min_speedup": 0.0}
 # Role variable -> its default when the caller gives none (the plan is also called from the report).
-BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True, "stop_drain": True}
+BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True, "stop_drain": True,
+                    "restart_stopped_units": False}
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
+DRAFTER_REQUIRED = "sglang_dflash_draft_model_path is required"
 
 
-def normalize_settings(raw):
-    """Role variables with the types the plan needs: (settings, problems), each problem naming its variable."""
+def normalize_settings(raw, require_drafter=True):
+    """Role variables with the types the plan needs: (settings, problems), each problem naming its variable.
+
+    require_drafter: a deployment needs sglang_dflash_draft_model_path; the way back does not.
+    """
     settings = dict(raw)
     problems = []
     for convert in (_integers, _floats, _booleans, _nullable_strings, _shapes, _relations):
         problems.extend(convert(settings))
+    if not require_drafter:
+        problems = [p for p in problems if not p.startswith(DRAFTER_REQUIRED)]
     return settings, problems
 
 
@@ -106,7 +113,7 @@ def _shapes(settings):
     """Required values, choices, lists and mappings, URLs, the gates that need the speed probe."""
     problems = []
     if not settings.get("draft_model_path"):
-        problems.append("sglang_dflash_draft_model_path is required (the drafter directory on the host)")
+        problems.append(DRAFTER_REQUIRED + " (the drafter directory on the host)")
     if settings.get("algorithm") not in ("DFLASH", "DDTREE"):
         problems.append("sglang_dflash_algorithm must be DFLASH or DDTREE, not %r" % settings.get("algorithm"))
     if settings.get("fallback_algorithm") not in (None, "DFLASH"):
