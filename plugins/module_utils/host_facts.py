@@ -140,6 +140,17 @@ def file_digest(path):
         return None
 
 
+def operator_files(unit, managed_env_file):
+    """{path: sha256} of the operator's unit file, drop-ins and environment files (ours left out; None: absent).
+
+    Kept by the rollout record at the switch, so that a later run tells the operator's edits from its own.
+    """
+    ours = set([(unit.get("managed_dropin") or {}).get("path"), managed_env_file])
+    paths = [unit.get("fragment_path")] + list(unit.get("dropin_paths") or []) + \
+        [f["path"] for f in unit.get("environment_files") or []]
+    return dict((path, file_digest(path)) for path in paths if path and path not in ours)
+
+
 def gather(params, check_mode):
     started = time.monotonic()
     problems = []
@@ -151,6 +162,8 @@ def gather(params, check_mode):
     except UnitError as exc:
         unit = {"name": service, "exists": False, "error": str(exc)}
         problems.append(str(exc))
+    if unit.get("exists") and not unit.get("managed_by_us"):
+        unit["operator_files"] = operator_files(unit, params.get("managed_env_file"))
     facts["unit"] = unit
     if unit.get("exists") and unit.get("error") and not params.get("python"):
         problems.append(unit["error"] + "; or set sglang_dflash_python")
@@ -172,6 +185,9 @@ def gather(params, check_mode):
         except python_package.PackageInfoError as exc:
             problems.append("%s (the interpreter came from %s)" % (exc, facts["python_from"]))
     package = facts["package"] or {}
+    if package.get("dist_info"):
+        # Changes with every install of the package, same version or not: the host's state compares it.
+        package["record_sha256"] = file_digest(os.path.join(package["dist_info"], "RECORD"))
     if facts["package"] and package.get("install") == "missing":
         problems.append("sglang is not installed for %s; set sglang_dflash_python to the interpreter that has it"
                         % python)

@@ -139,6 +139,8 @@ unit:
       C(sub_state), C(unit_file_state), C(user), C(working_directory), C(environment) ([name, value] pairs),
       C(environment_files), C(main_pid), C(n_restarts), C(started_at), C(managed_by_us) (the unit file is this
       collection's), C(managed_dropin) (path, exists, content), C(later_exec_start_dropins).
+    - C(operator_files) maps each of the operator's unit files, drop-ins and environment files (this collection's
+      left out) to its SHA-256 (null when absent), so that a later run tells the operator's edits since a switch.
     - C(exec_start) has the effective ExecStart C(value), the C(file) it comes from and its C(words) as
       [value, raw]; C(command) the resolved C(form) (C(python -m) or C(console script)), C(wrapper)
       (null, C(env), C(shell)), C(python), C(launcher) and the server's C(args).
@@ -154,7 +156,9 @@ python_from:
   returned: always
   type: str
 package:
-  description: What M(gpufleet.sglang.python_package_info) returns for sglang in that interpreter.
+  description:
+    - What M(gpufleet.sglang.python_package_info) returns for sglang in that interpreter, and C(record_sha256), the
+      SHA-256 of the distribution's RECORD (it changes with every install, same version or not).
   returned: always
   type: dict
 entry_point:
