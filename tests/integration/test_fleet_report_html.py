@@ -17,6 +17,9 @@ CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (scripts/setup.sh installs it)")
 
 
+SWITCH_STATES = ["not switched", "current", "drifted", "broken by a package change"]
+
+
 def row(i):
     if i == 39:
         # Reached, but its interpreter is gone: no package, no flags.
@@ -29,11 +32,14 @@ def row(i):
         return {"host": "gpu-%02d" % i, "status": status, "reasons": ["no facts: the host was unreachable"],
                 "facts": None, "flag_names": {}, "changes": None, "algorithm": "DFLASH"}
     version = "0.5.6" if status == "blocked" else ("0.5.11" if i % 3 == 0 else "0.5.23")
+    state = SWITCH_STATES[i % 4]
     gpu = "NVIDIA H200" if i % 2 else "NVIDIA L40S"
     return {
         "host": "gpu-%02d" % i, "status": status, "algorithm": "DFLASH", "mode": "switch",
         "reasons": ["speculative algorithm DFLASH is not supported by this release"] if status == "blocked" else [],
         "flag_names": {"algorithm": "--speculative-algorithm"},
+        "switch": {"state": state, "reason": "the reason for %s" % state, "notes": [],
+                   "todo": "nothing" if state == "current" else "re-run playbooks/deploy_dflash.yml"},
         "changes": {"kept": ["--model-path /models/Qwen3.6-27B"], "removed": ["--speculative-algorithm NEXTN"],
                     "added": ["--speculative-algorithm DFLASH"], "overridden": []},
         "facts": {"python": "/opt/ml-env/bin/python3", "algorithms": ["DFLASH", "NEXTN"],
@@ -73,7 +79,8 @@ def chromium(*args):
 
 def visible_rows(dom):
     body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    return re.findall(r'<tr class="(\w+)" data-status="\w+"(?! hidden)>\s*<td><strong>([\w-]+)', body)
+    return re.findall(r'<tr class="(\w+)" data-status="\w+" data-switch="\w+"(?! hidden)>\s*<td><strong>([\w-]+)',
+                      body)
 
 
 def test_self_contained_summary_on_top(report):
@@ -94,6 +101,16 @@ def test_status_filter_and_sort_run_in_the_browser(report):
     assert "9 shown" in dom
     hosts = [host for _s, host in re.findall(r'<tr class="(\w+)" data-status="\w+"[^>]*>\s*<td><strong>([\w-]+)', dom)]
     assert hosts == sorted(hosts) and len(hosts) == 40  # sorted by host, hidden rows included
+
+
+def test_switch_state_filter_runs_in_the_browser(report):
+    # Hosts with facts (not unreachable, not gpu-39) whose index % 4 == 2: the drifted ones.
+    drifted = sorted("gpu-%02d" % i for i in range(39) if i % 5 != 4 and i % 4 == 2)
+    dom = chromium("--dump-dom", report.as_uri() + "#switch=drifted").stdout
+    assert sorted(host for _status, host in visible_rows(dom)) == drifted
+    assert "%d shown" % len(drifted) in dom
+    assert re.search(r'id="count-switch-drifted">%d<' % len(drifted), dom)
+    assert "re-run playbooks/deploy_dflash.yml" in dom
 
 
 def test_screenshot_a_person_can_read(report):
