@@ -47,13 +47,18 @@ def health_status(host, port=30000):
     return host.check_output("curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health" % port)
 
 
-def rollout(*args):
-    """A real ansible-playbook run of the rollout against this scenario's inventory."""
+def playbook(name, *args):
+    """A real ansible-playbook run of playbooks/NAME against this scenario's inventory."""
     inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
-    run = subprocess.run(["ansible-playbook", "-i", inventory, PLAYBOOK] + list(args), capture_output=True,
-                         text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    run = subprocess.run(["ansible-playbook", "-i", inventory, os.path.join(REPO, "playbooks", name)] + list(args),
+                         capture_output=True, text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
     run.output = run.stdout + "\n" + run.stderr
     return run
+
+
+def rollout(*args):
+    """A real ansible-playbook run of the rollout against this scenario's inventory."""
+    return playbook(os.path.basename(PLAYBOOK), *args)
 
 
 def recap_changed(output, host):
