@@ -17,7 +17,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.matc
     SearchError,
     file_hits,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import sized_files
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import sized_files, walk_dirs
 
 
 def rg_argv(rg, roots, matcher, file_filter, context, max_filesize):
@@ -121,18 +121,30 @@ class _OutputReader(object):
                 self.results.append((os.fsdecode(self.current), hits))
 
 
+def _count_what_rg_skips(roots, file_filter, max_filesize, stats):
+    """What rg skips without saying so, counted as the Python backend counts it.
+
+    Loops, unreadable directories and dangling links come from the walk of the directories, which
+    also tells rg_unreadable_files which paths to keep. Files over max_filesize need the walk of
+    the files and a stat each; without a size limit the cheaper directory walk is enough.
+    """
+    if max_filesize:
+        for _item in sized_files(roots, file_filter, max_filesize, stats):
+            pass
+    else:
+        walk_dirs(roots, file_filter, stats)
+
+
 def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats, timeout=600):
     """ripgrep backend: [(path, hits)] for files with hits.
 
-    Beside rg, the stat-only walk of the Python backend counts what rg skips without saying so
-    (large files, loops) and unreadable directories.
+    Beside rg, in a thread, _count_what_rg_skips walks the tree as the Python backend does.
     """
     walk_errors = []
 
     def walk():
         try:
-            for _item in sized_files(roots, file_filter, max_filesize, stats):
-                pass
+            _count_what_rg_skips(roots, file_filter, max_filesize, stats)
         except Exception as exc:  # re-raised below, in the caller's thread
             walk_errors.append(exc)
 

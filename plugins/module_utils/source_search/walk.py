@@ -74,6 +74,19 @@ def walk_files(roots, file_filter, stats):
     count as loops_skipped). Only directories are remembered, never every file, so memory does not
     grow with the tree; a file reached through a symlinked *file* as well is collapsed in `search`.
     """
+    return _walk(roots, file_filter, stats, True)
+
+
+def walk_dirs(roots, file_filter, stats):
+    """The walk of walk_files without its files: loops, unreadable directories, dangling links, dirs_entered.
+
+    What the ripgrep backend needs beside rg, at a fraction of the cost (no glob match per file).
+    """
+    for _item in _walk(roots, file_filter, stats, False):
+        pass
+
+
+def _walk(roots, file_filter, stats, want_files):
     seen_dirs = set()
     seen_files = set()  # root arguments that are files
 
@@ -81,7 +94,7 @@ def walk_files(roots, file_filter, stats):
         root = os.path.abspath(root)
         if os.path.isfile(root):
             real = os.path.realpath(root)
-            if real not in seen_files:
+            if want_files and real not in seen_files:
                 seen_files.add(real)
                 yield root, os.path.basename(root)
             continue
@@ -99,13 +112,12 @@ def walk_files(roots, file_filter, stats):
             seen_dirs.add((st.st_dev, st.st_ino))
             stats.dirs_entered.add(directory)
             try:
-                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+                entries = list(os.scandir(directory))
             except OSError as exc:
                 stats.note_os_error(directory, exc)
                 continue
             subdirs = []
             for entry in entries:
-                rel = rel_dir + "/" + entry.name if rel_dir else entry.name
                 try:
                     is_dir = entry.is_dir()  # follows symlinks
                     is_file = not is_dir and entry.is_file()
@@ -113,15 +125,20 @@ def walk_files(roots, file_filter, stats):
                     stats.note_os_error(entry.path, exc)
                     continue
                 if is_dir:
+                    rel = rel_dir + "/" + entry.name if rel_dir else entry.name
                     if file_filter.wants_dir(rel, entry.name):
-                        subdirs.append((entry.path, rel))
+                        subdirs.append((entry.name, entry.path, rel))
                 elif is_file:
-                    if not file_filter.wants_file(rel, entry.name):
-                        continue
-                    yield entry.path, rel
+                    if want_files:
+                        rel = rel_dir + "/" + entry.name if rel_dir else entry.name
+                        if file_filter.wants_file(rel, entry.name):
+                            yield entry.path, rel
                 elif entry.is_symlink() and not os.path.exists(entry.path):
                     stats.note_os_error(entry.path, OSError(2, "dangling symlink"))
-            stack.extend(reversed(subdirs))
+            # Subdirectories in name order: which of two paths to one directory is entered does not
+            # depend on the file system's order. The order of the files does not matter.
+            subdirs.sort(reverse=True)
+            stack.extend((path, rel) for _name, path, rel in subdirs)
 
 
 def sized_files(roots, file_filter, max_filesize, stats):

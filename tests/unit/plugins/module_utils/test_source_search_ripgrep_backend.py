@@ -47,14 +47,19 @@ def test_backends_identical_with_patterns(messy_tree):
 
 
 @needs_rg
-def test_backends_count_skipped_files_alike(messy_tree):
-    """Files over max_filesize, symlink loops and dangling links: counted and listed by both backends."""
+@pytest.mark.parametrize("max_filesize, large", [(1_000_000, 1), (0, 0)])
+def test_backends_count_skipped_files_alike(messy_tree, max_filesize, large):
+    """Files over max_filesize, symlink loops and dangling links: counted and listed by both backends.
+
+    Without a size limit the ripgrep backend walks only the directories beside rg.
+    """
     matcher = LineMatcher(["DFLASH"], [])
     file_filter = FileFilter(["*.py"], ["tests"])
-    py = search([str(messy_tree)], matcher, file_filter, **OPTIONS)
-    rg = search([str(messy_tree)], matcher, file_filter, backend="ripgrep", rg=RG, **OPTIONS)
+    options = dict(OPTIONS, max_filesize=max_filesize)
+    py = search([str(messy_tree)], matcher, file_filter, **options)
+    rg = search([str(messy_tree)], matcher, file_filter, backend="ripgrep", rg=RG, **options)
     assert skipped(py) == skipped(rg)
-    assert (py["large_skipped"], py["loops_skipped"], py["unreadable_count"]) == (1, 1, 1)
+    assert (py["large_skipped"], py["loops_skipped"], py["unreadable_count"]) == (large, 1, 1)
 
 
 def skipped(result):
