@@ -55,7 +55,8 @@ def test_backends_count_skipped_files_alike(messy_tree, max_filesize, large):
     """
     matcher = LineMatcher(["DFLASH"], [])
     file_filter = FileFilter(["*.py"], ["tests"])
-    options = dict(OPTIONS, max_filesize=max_filesize)
+    options = dict(OPTIONS)
+    options["max_filesize"] = max_filesize
     py = search([str(messy_tree)], matcher, file_filter, **options)
     rg = search([str(messy_tree)], matcher, file_filter, backend="ripgrep", rg=RG, **options)
     assert skipped(py) == skipped(rg)
