@@ -22,11 +22,9 @@ from timing import median_seconds  # noqa: E402
 
 sys.path.insert(0, str(collections_root()))
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import (  # noqa: E402
-    FileFilter,
-    LineMatcher,
-    search,
-)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import LineMatcher  # noqa: E402
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.search import search  # noqa: E402
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import FileFilter  # noqa: E402
 
 TERMS = ["DFLASH", "dflash", "speculative_dflash", "draft_window_size", "num_draft_tokens"]
 

@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The line matcher both backends share, and the hits of one file it makes.
+
+Both backends only *find candidate lines*; every hit is then judged by the same ``LineMatcher``,
+which is what makes their results identical.
+
+Match rules (``match``):
+- ``substring``: the term anywhere.
+- ``word``: not preceded or followed by a letter, digit or underscore (regex ``\\b`` semantics).
+- ``identifier``: the term is a whole identifier or a whole *part* of one. Parts of an identifier
+  are separated by ``_`` and by a lower-case letter or digit followed by an upper-case letter
+  (camelCase). So ``DFLASH`` matches ``DFLASH``, ``is_dflash_family``, ``DFlashWorker`` and
+  ``SPECULATIVE_DFLASH_BLOCK``, but not ``DFLASHINFER`` or ``-DFLASHINFER_ENABLE_F16``.
+  A term that itself contains ``_`` (``speculative_dflash``) must match whole parts at both ends.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+LINE_TEXT_LIMIT = 400
+
+
+class SearchError(Exception):
+    """Bad search input (such as a regex that does not compile)."""
+
+
+class RegexDialectError(SearchError):
+    """ripgrep cannot compile a pattern that Python can: use the Python backend."""
+
+
+def _is_ident_char(ch):
+    return ch.isalnum() or ch == "_"
+
+
+class LineMatcher(object):
+    """Judges one line: which terms/patterns hit it, where (1-based character columns)."""
+
+    def __init__(self, terms, patterns, match="identifier", case_sensitive=False):
+        if match not in ("substring", "word", "identifier"):
+            raise SearchError("match must be substring, word or identifier, not %r" % match)
+        self.match = match
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self.case_sensitive = case_sensitive
+        self.items = []  # (label, compiled regex, apply boundary rule)
+        # ASCII terms on ASCII lines are found with str.find (same non-overlapping leftmost
+        # matches as the regex, several times faster); anything else goes through the regex.
+        self.fast_terms = []
+        for term in terms or []:
+            if not term:
+                raise SearchError("empty term")
+            self.items.append((term, re.compile(re.escape(term), flags), True))
+            self.fast_terms.append((term, term if case_sensitive else term.lower(), term.isascii()))
+        self.all_fast = all(fast for _t, _n, fast in self.fast_terms)
+        for pattern in patterns or []:
+            try:
+                self.items.append((pattern, re.compile(pattern, flags), False))
+            except re.error as exc:
+                raise SearchError("pattern %r does not compile: %s" % (pattern, exc)) from None
+        if not self.items:
+            raise SearchError("give at least one of terms or patterns")
+        self.terms = list(terms or [])
+        self.patterns = list(patterns or [])
+
+    def _bounded(self, line, start, end):
+        if self.match == "substring":
+            return True
+        before = line[start - 1] if start > 0 else ""
+        after = line[end] if end < len(line) else ""
+        first, last = line[start], line[end - 1]
+        if self.match == "word":
+            return not (before and _is_ident_char(before)) and not (after and _is_ident_char(after))
+        # identifier: each side is a non-identifier char, "_", or a camelCase part boundary.
+        left_ok = (not before or not _is_ident_char(before) or before == "_" or first == "_"
+                   or ((before.islower() or before.isdigit()) and first.isupper()))
+        right_ok = (not after or not _is_ident_char(after) or after == "_" or last == "_"
+                    or ((last.islower() or last.isdigit()) and after.isupper()))
+        return left_ok and right_ok
+
+    def hits(self, line):
+        """[(column, label)] for one line (no line terminator), in column order."""
+        found = []
+        items = self.items
+        if self.all_fast and line.isascii():
+            haystack = line if self.case_sensitive else line.lower()
+            for label, needle, _fast in self.fast_terms:
+                i = haystack.find(needle)
+                while i != -1:
+                    end = i + len(needle)
+                    if self.match == "substring" or self._bounded(line, i, end):
+                        found.append((i + 1, label))
+                    i = haystack.find(needle, end)
+            items = items[len(self.fast_terms):]
+        for label, regex, bounded in items:
+            for m in regex.finditer(line):
+                if m.end() == m.start():
+                    continue
+                if bounded and not self._bounded(line, m.start(), m.end()):
+                    continue
+                found.append((m.start() + 1, label))
+        found.sort()
+        return found
+
+    def is_definition_name(self, name):
+        return bool(self.hits(name))
+
+    def prefilter_literals(self):
+        """Lower-cased ASCII literals that every hit must contain, or None (patterns, non-ASCII)."""
+        if self.patterns:
+            return None
+        lits = []
+        for term in self.terms:
+            try:
+                term.encode("ascii")
+            except UnicodeEncodeError:
+                return None
+            lits.append(term.encode("ascii") if self.case_sensitive else term.lower().encode("ascii"))
+        return lits
+
+
+def split_lines(text):
+    """Lines as ripgrep sees them: split on \\n, a trailing \\r dropped."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _clip(text):
+    return text if len(text) <= LINE_TEXT_LIMIT else text[:LINE_TEXT_LIMIT] + "..."
+
+
+def file_hits(matcher, lines_by_number, candidate_numbers, context):
+    """Judge candidate lines; attach context from lines_by_number (a dict or list-like getter)."""
+    hits = []
+    for number in candidate_numbers:
+        line = lines_by_number(number)
+        if line is None:
+            continue
+        for column, label in matcher.hits(line):
+            hit = {"line": number, "column": column, "term": label, "text": _clip(line)}
+            if context:
+                hit["before"] = [_clip(t) for t in (lines_by_number(n) for n in range(max(1, number - context), number))
+                                 if t is not None]
+                hit["after"] = [_clip(t) for t in (lines_by_number(n) for n in range(number + 1, number + context + 1))
+                                if t is not None]
+            hits.append(hit)
+    return hits
