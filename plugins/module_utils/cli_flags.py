@@ -22,6 +22,7 @@ import shutil
 import time
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils import argparse_help, argparse_source, sglang_capabilities
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import shebang_python
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.python_package import PackageInfoError, resolve_package
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
@@ -31,7 +32,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache impor
     is_type,
     matches_shape,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import shebang_python
 
 HELP_COLUMNS = 250
 # SGLang's --help is about 150 kB; a command printing more than this is not printing its help.

@@ -18,6 +18,7 @@ import math
 import os
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import render_exec_start
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import (
     UnsafeValue,
     drafter_problems,
@@ -26,11 +27,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy impo
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.switch_plan import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
-    MANAGED_MARKER,
-    render_exec_start,
-    words_from_pairs,
-)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import MANAGED_MARKER, words_from_pairs
 
 # Role variable -> (lowest, highest) for the integers the role uses; None: no bound.
 INTEGER_SETTINGS = {

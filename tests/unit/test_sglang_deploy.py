@@ -1,6 +1,7 @@
 """Quoting for units and environment files, drafter checks, the server's confirmation."""
 
 import pytest
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import split_words
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy import (
     UnsafeValue,
     confirm_server_info,
@@ -9,7 +10,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_deploy impo
     exec_start,
     systemd_quote,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import split_words
 
 
 @pytest.mark.parametrize("value", [
