@@ -370,3 +370,15 @@ def _finish(result, started):
     result["flag_count"] = len(result["flags"])
     result["elapsed_s"] = round(time.monotonic() - started, 3)
     return result
+
+
+def filter_result(result, pattern, filter_type):
+    """Keep in discover's result the flags that pattern selects; flag_count counts what is left.
+
+    filter_type "prefix": an option string of the flag starts with pattern; "regex": one matches it.
+    """
+    prefix = pattern if filter_type == "prefix" else None
+    regex = pattern if filter_type == "regex" else None
+    result["flags"] = argparse_help.filter_flags(result["flags"], prefix=prefix, regex=regex)
+    result["flag_count"] = len(result["flags"])
+    return result
