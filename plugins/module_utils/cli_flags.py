@@ -22,6 +22,7 @@ import shutil
 import time
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils import argparse_help, argparse_source, sglang_capabilities
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import shebang_python
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.python_package import PackageInfoError, resolve_package
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
@@ -31,7 +32,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache impor
     is_type,
     matches_shape,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import shebang_python
 
 HELP_COLUMNS = 250
 # SGLang's --help is about 150 kB; a command printing more than this is not printing its help.
@@ -369,4 +369,16 @@ def discover(params, check_mode):
 def _finish(result, started):
     result["flag_count"] = len(result["flags"])
     result["elapsed_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def filter_result(result, pattern, filter_type):
+    """Keep in discover's result the flags that pattern selects; flag_count counts what is left.
+
+    filter_type "prefix": an option string of the flag starts with pattern; "regex": one matches it.
+    """
+    prefix = pattern if filter_type == "prefix" else None
+    regex = pattern if filter_type == "regex" else None
+    result["flags"] = argparse_help.filter_flags(result["flags"], prefix=prefix, regex=regex)
+    result["flag_count"] = len(result["flags"])
     return result

@@ -28,13 +28,10 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
     python_package,
     source_search,
 )
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
-    UnitError,
-    read_service,
-    split_environment,
-)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service, split_environment
 
 # Variables of the service that change which sglang its interpreter imports; secrets are not read.
 PYTHON_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH",

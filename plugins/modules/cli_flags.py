@@ -301,11 +301,11 @@ import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_help import filter_flags
 from ansible_collections.gpufleet.sglang.plugins.module_utils.cli_flags import (
     DEFAULT_MAX_OUTPUT_BYTES,
     FlagsError,
     discover,
+    filter_result,
 )
 
 
@@ -341,10 +341,7 @@ def main():
     for warning in result.pop("warnings"):
         module.warn(warning)
     if p["filter"]:
-        prefix = p["filter"] if p["filter_type"] == "prefix" else None
-        regex = p["filter"] if p["filter_type"] == "regex" else None
-        result["flags"] = filter_flags(result["flags"], prefix=prefix, regex=regex)
-        result["flag_count"] = len(result["flags"])
+        filter_result(result, p["filter"], p["filter_type"])
     module.exit_json(changed=False, **result)
 
 

@@ -16,8 +16,8 @@ __metaclass__ = type
 
 import shlex
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError, split_exec_start
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import INTENT_FLAGS
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import UnitError, split_exec_start
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import flag_index
 
 NOT_SWITCHED = "not switched"

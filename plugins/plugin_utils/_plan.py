@@ -17,8 +17,10 @@ import hashlib
 import os
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import render_exec_start
+from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import render_exec_start, words_from_pairs
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import words_from_pairs
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import gpu_holders, host_drafter_problems
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state
@@ -105,7 +107,7 @@ def gateway_plan(settings, old_port, new_port):
         if settings.get("gateway_worker_url"):
             return str(settings["gateway_worker_url"]).rstrip("/")
         host = str(settings.get("gateway_host") or "127.0.0.1")
-        return "http://%s:%d" % ("[%s]" % host if ":" in host else host, int(port or new_port or 30000))
+        return base_url(host, port or new_port or 30000)
     return {"urls": [str(u).rstrip("/") for u in urls], "worker_url": worker_url(old_port),
             "new_worker_url": worker_url(new_port)}
 

@@ -272,3 +272,18 @@ def test_a_reinstall_of_the_same_version_is_not_served_from_the_cache(venvs, scr
     assert after["cached"] is False and after["cache_file"] != cold["cache_file"]
     assert Path(cold["cache_file"]).exists() and after["flags"] == cold["flags"]
     assert discover(p, check_mode=False)["cached"] is True
+
+
+# --- the module's filter ------------------------------------------------------------------------------
+
+def test_the_filter_keeps_matching_flags_and_recounts_them():
+    def result():
+        flags, _info = cli_flags.help_flags(TINY_HELP)
+        return {"flags": flags, "flag_count": len(flags), "method": "help"}
+
+    by_prefix = cli_flags.filter_result(result(), "--a", "prefix")
+    assert [f["name"] for f in by_prefix["flags"]] == ["--a"] and by_prefix["flag_count"] == 1
+    assert by_prefix["method"] == "help"
+    by_alias = cli_flags.filter_result(result(), "^-h$", "regex")
+    assert [f["name"] for f in by_alias["flags"]] == ["--help"] and by_alias["flag_count"] == 1
+    assert cli_flags.filter_result(result(), "--zzz", "prefix")["flag_count"] == 0

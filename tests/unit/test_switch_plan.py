@@ -1,5 +1,5 @@
-"""Reading a unit as systemd does, resolving the command behind wrappers, and planning the switch on
-real releases' flags (tests/fixtures/sglang/<release>/help.txt)."""
+"""Planning the switch on real releases' flags (tests/fixtures/sglang/<release>/help.txt), from the
+command a unit runs to the whole deployment decision."""
 
 import os
 import tarfile
@@ -8,17 +8,13 @@ from pathlib import Path
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils import cli_flags
 from ansible_collections.gpufleet.sglang.plugins.module_utils.file_snapshot import Snapshot, SnapshotError
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
-    UnitError,
-    command_to_dict,
-    effective_settings,
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import (
     render_exec_start,
     resolve_command,
-    service_assignments,
-    split_environment,
     split_exec_start,
     split_words,
 )
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import command_to_dict
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 
@@ -45,43 +41,7 @@ def switch(line, version="0.5.23", **settings):
     return plan, rendered
 
 
-# ---- unit files ---------------------------------------------------------------------------------
-
-def test_dropins_reset_and_accumulate_as_systemd_does():
-    fragment = ("[Unit]\nDescription=x\n[Service]\nEnvironment=A=1\nExecStart=/usr/bin/python3 -m a \\\n"
-                "  --port 1\n# a comment\nUser=sglang\n")
-    dropin1 = "[Service]\nEnvironment=B=2\nUser=svc\n"
-    dropin2 = "[Service]\nExecStart=\nExecStart=/usr/bin/python3 -m b --port 2\n"
-    settings = effective_settings(service_assignments([("/u", fragment), ("/d1", dropin1), ("/d2", dropin2)]))
-    assert settings["ExecStart"] == [("/d2", "/usr/bin/python3 -m b --port 2")]
-    assert settings["Environment"] == [("/u", "A=1"), ("/d1", "B=2")]
-    assert settings["User"] == "svc"
-    continued = effective_settings(service_assignments([("/u", fragment)]))["ExecStart"]
-    assert continued == [("/u", "/usr/bin/python3 -m a  --port 1")]
-
-
-def test_environment_values_with_quotes_and_spaces():
-    assert split_environment('"A=x y" B=2 "C=\\$HOME"') == [("A", "x y"), ("B", "2"), ("C", "$HOME")]
-
-
-def test_words_keep_their_raw_text():
-    prefix, words = split_exec_start('-/opt/py -m x --name "a b" ${TOKEN} %i \'q w\'')
-    assert prefix == "-"
-    assert [w.value for w in words] == ["/opt/py", "-m", "x", "--name", "a b", "${TOKEN}", "%i", "q w"]
-    assert [w.raw for w in words][4:] == ['"a b"', "${TOKEN}", "%i", "'q w'"]
-    with pytest.raises(UnitError, match="unbalanced"):
-        split_words('/opt/py "unclosed')
-
-
-# ---- the command behind ExecStart ---------------------------------------------------------------
-
-def test_python_behind_env_with_assignments_and_options():
-    _p, words = split_exec_start("/usr/bin/env -u DEBUG PATH=/opt/x/bin:/usr/bin PYTHONPATH=/src "
-                                 "/root/ml-env/bin/python3 -u -X faulthandler -m sglang.launch_server --port 1")
-    command = resolve_command(words, LAUNCHERS)
-    assert (command["python"], command["wrapper"], command["form"]) == ("/root/ml-env/bin/python3", "env", "python -m")
-    assert [w.value for w in command["args"]] == ["--port", "1"]
-
+# ---- the plan ---------------------------------------------------------------------------------------
 
 def test_shell_wrapper_keeps_everything_around_the_server_command():
     line = ("/bin/bash -lc 'source /etc/profile.d/ml.sh && cd /srv && exec /root/ml-env/bin/python3 -m "
@@ -97,31 +57,6 @@ def test_shell_wrapper_keeps_everything_around_the_server_command():
     assert "'/models/it'\"'\"'s here'" in script  # shell-quoted, as the shell will read it
     assert script.endswith(" >>/var/log/sglang.log 2>&1") and "NEXTN" not in script
 
-
-def test_console_script_resolves_to_its_interpreter(tmp_path):
-    script = tmp_path / "sglang"
-    script.write_text("#!/root/ml-env/bin/python3\nimport sys\n")
-    script.chmod(0o755)
-    _p, words = split_exec_start("%s serve --model-path /m --port 30000" % script)
-    command = resolve_command(words, LAUNCHERS)
-    assert (command["form"], command["python"], command["launcher"]) == (
-        "console script", "/root/ml-env/bin/python3", "sglang serve")
-    assert command_to_dict(command)["args"] == [["--model-path", "--model-path"], ["/m", "/m"],
-                                                ["--port", "--port"], ["30000", "30000"]]
-
-
-@pytest.mark.parametrize("line, message", [
-    ("/usr/local/bin/run-sglang.sh --port 1", "set sglang_dflash_python"),
-    ("/bin/bash -c 'cd /srv && ./start.sh'", "found no SGLang server command"),
-    ("/usr/bin/env -S 'python3 -m sglang.launch_server'", "env -S"),
-])
-def test_unresolvable_commands_say_what_to_set(line, message):
-    _p, words = split_exec_start(line)
-    with pytest.raises(UnitError, match=message):
-        resolve_command(words, LAUNCHERS)
-
-
-# ---- the plan ---------------------------------------------------------------------------------------
 
 def test_switch_from_nextn_keeps_tuning_removes_nextn_adds_dflash():
     plan, rendered = switch(NEXTN)

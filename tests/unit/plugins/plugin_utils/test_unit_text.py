@@ -1,7 +1,7 @@
 """Quoting for units and environment files (plugin_utils/_unit_text.py)."""
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import split_words
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import split_words
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import (
     UnsafeValue,
     environment_line,
