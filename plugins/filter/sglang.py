@@ -11,8 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import redact
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
+from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import redact
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _checks,
     _messages,

@@ -139,14 +139,3 @@ def seconds_since_start(state, clock=time.monotonic):
     except ValueError:
         return None
     return round(clock() - started_us / 1e6, 2) if started_us else None
-
-
-def redact(lines, secrets):
-    """Lines with every secret value replaced (journal lines can echo the server's arguments)."""
-    secrets = sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True)
-    out = []
-    for line in lines:
-        for secret in secrets:
-            line = line.replace(secret, "********")
-        out.append(line)
-    return out

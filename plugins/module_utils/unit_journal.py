@@ -96,3 +96,14 @@ def journal_since_start(unit, lines, run_systemctl, since_us=None, wall_clock=ti
     if since_us and first_start:
         messages = messages[first_start:]
     return messages[-lines:] if lines else [], since_us
+
+
+def redact(lines, secrets):
+    """Lines with every secret value replaced (journal lines can echo the server's arguments)."""
+    secrets = sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True)
+    out = []
+    for line in lines:
+        for secret in secrets:
+            line = line.replace(secret, "********")
+        out.append(line)
+    return out

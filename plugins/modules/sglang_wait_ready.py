@@ -133,12 +133,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import (
     SERVER_ENDPOINT_ARGS,
     base_url,
-    redact,
     wait_ready,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import DEFAULT_PROMPTS, generate_once
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start
+from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start, redact
 
 
 def main():

@@ -90,9 +90,12 @@ now_monotonic_us:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import redact
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start, now_monotonic_us
+from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import (
+    journal_since_start,
+    now_monotonic_us,
+    redact,
+)
 
 
 def main():

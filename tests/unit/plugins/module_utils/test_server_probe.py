@@ -10,7 +10,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe impor
     crash_reason,
     http_get,
     read_server_info,
-    redact,
     seconds_since_start,
     service_state,
     wait_ready,
@@ -147,12 +146,6 @@ def test_seconds_since_start_on_the_monotonic_clock():
     assert seconds_since_start({"ExecMainStartTimestampMonotonic": "0"}, clock=lambda: 65.5) is None
     assert seconds_since_start({"ExecMainStartTimestampMonotonic": "n/a"}, clock=lambda: 65.5) is None
     assert seconds_since_start({}, clock=lambda: 65.5) is None
-
-
-def test_redact_replaces_longer_secrets_first_and_ignores_short_ones():
-    lines = ["--api-key sk-secret-long --x abc", "token sk-secret"]
-    assert redact(lines, ["sk-secret", "sk-secret-long", "abc", "", None]) == [
-        "--api-key ******** --x abc", "token ********"]
 
 
 # ---- waiting for the server --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import rollout_record
-from test_switch_plan import NEXTN, SETTINGS, facts_for, flags
+from plan_facts import NEXTN, SETTINGS, facts_for, flags
 
 OPERATOR_FILES = {"/etc/systemd/system/sglang-qwen.service": "a" * 64}
 

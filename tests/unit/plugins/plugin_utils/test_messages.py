@@ -1,12 +1,14 @@
-"""What the role says (plugin_utils/_messages.py): the change before it is made, the rollout's summary and
-why it stops. The refusal and rollback messages are tested with the plan (test_switch_plan.py,
-test_stop_and_gateway_plan.py)."""
+"""What the role says (plugin_utils/_messages.py): the change before it is made, the rollback, the rollout's
+summary and why it stops. The refusals are tested with the plan (test_plan.py)."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
     plan_lines,
+    rollback_message,
     rollout_stopped,
     rollout_summary,
 )
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
+from plan_facts import NEXTN, SETTINGS, facts_for
 
 PLAN = {"mode": "switch", "unit": "sglang-qwen.service", "needs_change": True,
         "changes": {"kept": ["--tp 2", "--mem-fraction-static 0.8"], "removed": ["--speculative-algorithm NEXTN"],
@@ -51,3 +53,12 @@ def test_rollout_summary_lines():
     assert "  speed: tokens/s 200.0 -> 480.0 (2.40x)" in lines
     assert lines[-3:] == ["b: FAILED: drafter crashed", "c: not started, left as it was: batch 1 failed",
                           "d: not reached (unreachable, or the play ended before it)"]
+
+
+def test_the_rollback_message_says_where_the_host_is_in_rotation():
+    plan = deployment_plan(facts_for(NEXTN), SETTINGS)
+    outcome = {"failure": {"msg": "boom"}, "restarted": True, "old_ready": {"ready": True}, "rollback_s": 3,
+               "journal": [], "rotation": "back in rotation"}
+    assert "This host is back in rotation." in rollback_message(plan, facts_for(NEXTN), "h1", "DFLASH", outcome)
+    outcome["rotation"] = None
+    assert "rotation" not in rollback_message(plan, facts_for(NEXTN), "h1", "DFLASH", outcome)

@@ -3,8 +3,8 @@ refuses before any change."""
 
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._revert_plan import revert_plan
+from plan_facts import NEXTN, SETTINGS, facts_for
 from test_host_state import switched
-from test_switch_plan import NEXTN, SETTINGS, facts_for
 
 DROPIN = "/etc/systemd/system/sglang-qwen.service.d/90-gpufleet-sglang.conf"
 ENV = "/etc/sglang/sglang-qwen.env"

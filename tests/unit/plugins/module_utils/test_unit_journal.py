@@ -2,7 +2,7 @@
 
 import json
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start
+from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start, redact
 
 BOOT = "0123456789abcdef0123456789abcdef"
 
@@ -87,3 +87,26 @@ def test_the_stop_of_the_previous_server_is_left_out():
     lines, _since = journal_since_start("sglang.service", 40, systemd, since_us=150000000,
                                         wall_clock=lambda: 1000.0, monotonic=lambda: 200.0, boot_id=lambda: BOOT)
     assert lines == ["Started sglang.service - SGLang server.", "new server: loading weights"]
+
+
+def test_redact_replaces_longer_secrets_first_and_ignores_short_ones():
+    lines = ["--api-key sk-secret-long --x abc", "token sk-secret"]
+    assert redact(lines, ["sk-secret", "sk-secret-long", "abc", "", None]) == [
+        "--api-key ******** --x abc", "token ********"]
+
+
+# ---- waiting for the server --------------------------------------------------------------------------
+
+class Clock(object):
+    """A monotonic clock that moves only when the wait sleeps."""
+
+    def __init__(self, now=10.0):
+        self.now = now
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds

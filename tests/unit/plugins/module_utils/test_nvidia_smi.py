@@ -24,7 +24,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.nvidia_smi import 
     unit_of,
 )
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[3]
 FIX = TESTS / "fixtures" / "nvidia-smi"
 H200 = FIX / "h200"
 FAKE = TESTS / "containers" / "fake-nvidia-smi"

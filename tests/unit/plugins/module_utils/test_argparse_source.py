@@ -13,7 +13,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_source im
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import capabilities
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sglang"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang"
 RELEASES = ["0.5.6", "0.5.11", "0.5.16", "0.5.23"]
 
 

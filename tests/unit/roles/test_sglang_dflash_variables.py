@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _settings
 
-ROLE = Path(__file__).resolve().parents[2] / "roles" / "sglang_dflash"
+ROLE = Path(__file__).resolve().parents[3] / "roles" / "sglang_dflash"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 SPEC = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
 SETTINGS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["sglang_dflash__settings"]

@@ -77,3 +77,25 @@ def test_a_copy_from_an_interrupted_run_with_its_manifest_is_never_overwritten(t
     snapshot.save([str(dropin), str(env)])
     with pytest.raises(SnapshotError, match="interrupted run"):
         snapshot.save([str(dropin), str(env)])
+
+
+def test_snapshot_restores_bytes_modes_and_absence(tmp_path):
+    kept = tmp_path / "etc" / "env"
+    kept.parent.mkdir()
+    kept.write_bytes(b"TOKEN=old\n")
+    kept.chmod(0o600)
+    created = tmp_path / "unit.d" / "90.conf"
+    snapshot = Snapshot(str(tmp_path / "state"))
+    files = snapshot.save([str(kept), str(created)])
+    assert [f["existed"] for f in files] == [True, False]
+    assert oct(os.stat(tmp_path / "state").st_mode & 0o777) == "0o700"
+    with pytest.raises(SnapshotError, match="interrupted run"):
+        snapshot.save([str(kept)])
+    kept.write_bytes(b"TOKEN=new\n")
+    kept.chmod(0o644)
+    created.parent.mkdir()
+    created.write_text("[Service]\n")
+    _files, restored = snapshot.restore()
+    assert kept.read_bytes() == b"TOKEN=old\n" and oct(kept.stat().st_mode & 0o777) == "0o600"
+    assert not created.exists() and not created.parent.exists()
+    assert sorted(restored) == sorted([str(kept), str(created)]) and not (tmp_path / "state").exists()
