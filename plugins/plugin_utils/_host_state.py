@@ -129,9 +129,7 @@ def switch_state(facts, plan):
         if (facts.get("flags") or {}).get("list") else []
     notes = []
     if problems:
-        words = "; ".join("%s, not a flag of sglang %s%s" % (p["flag"], package.get("version"),
-                                                               " (it is %s there)" % p["now"] if p["now"] else "")
-                          for p in problems)
+        words = "; ".join(_flag_problem_words(p, package.get("version")) for p in problems)
         reason = "%s: the command in our drop-in passes %s, so %s would fail at its next restart" % (
             package_change or "the release behind the unit's interpreter changed", words, unit_id)
         result = _state(BROKEN, reason, "do not restart %s as it is: re-run playbooks/deploy_dflash.yml, which "
@@ -155,8 +153,8 @@ def switch_state(facts, plan):
             cause = "the operator's files or the role's variables changed since the switch"
         else:
             cause = "the role's variables ask for something else than the switch wrote"
-        what = " and ".join(kind for kind, changed in (("the command", config_changed),
-                                                        ("our environment file", env_changed)) if changed)
+        what = " and ".join(kind for kind, changed in [("the command", config_changed),
+                                                       ("our environment file", env_changed)] if changed)
         return _state(DRIFTED, "%s: %s in effect is not what a deploy writes now" % (cause, what),
                       "re-run playbooks/deploy_dflash.yml: it re-bases on the operator's current unit and this "
                       "release (or playbooks/revert_dflash.yml to go back)", notes)
@@ -165,6 +163,11 @@ def switch_state(facts, plan):
                      "effect at the next restart" % ", ".join(changed_files))
     return _state(CURRENT, "our drop-in is what a deploy writes now" if not unit.get("managed_by_us")
                   else "our unit is what a deploy writes now", "nothing", notes)
+
+
+def _flag_problem_words(problem, version):
+    renamed = " (it is %s there)" % problem["now"] if problem["now"] else ""
+    return "%s, not a flag of sglang %s%s" % (problem["flag"], version, renamed)
 
 
 def _state(state, reason, todo, notes=None):
