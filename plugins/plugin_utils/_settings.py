@@ -47,44 +47,47 @@ def _is_unset(value):
     return value is None or value in ("", "None")
 
 
-def _integers(settings):
+def _numbers(settings, bounds, parse, kind, out_of_range):
+    """Convert each bounded number in place; out_of_range(number, bound) -> the allowed range in words, or None."""
     problems = []
-    for key, (low, high) in INTEGER_SETTINGS.items():
+    for key, bound in bounds.items():
         value = settings.get(key)
         if _is_unset(value):
             settings[key] = None
             continue
         try:
-            number = int(str(value).strip())
+            number = parse(str(value).strip())
         except ValueError:
-            problems.append("sglang_dflash_%s must be an integer, not %r" % (key, value))
+            problems.append("sglang_dflash_%s must be %s, not %r" % (key, kind, value))
             continue
-        if number < low or (high is not None and number > high):
-            problems.append("sglang_dflash_%s must be %s, not %d" % (
-                key, ("between %d and %d" % (low, high)) if high is not None else "at least %d" % low, number))
+        allowed = out_of_range(number, bound)
+        if allowed:
+            problems.append("sglang_dflash_%s must be %s, not %s" % (key, allowed, value if kind != "an integer"
+                                                                     else number))
             continue
         settings[key] = number
     return problems
+
+
+def _integer_range(number, bound):
+    low, high = bound
+    if number < low or (high is not None and number > high):
+        return ("between %d and %d" % (low, high)) if high is not None else "at least %d" % low
+    return None
+
+
+def _float_range(number, low):
+    if math.isnan(number) or number < low or (low == 0.0 and number <= 0.0):
+        return ("at least %s" if low else "more than %s") % low
+    return None
+
+
+def _integers(settings):
+    return _numbers(settings, INTEGER_SETTINGS, int, "an integer", _integer_range)
 
 
 def _floats(settings):
-    problems = []
-    for key, low in FLOAT_SETTINGS.items():
-        value = settings.get(key)
-        if _is_unset(value):
-            settings[key] = None
-            continue
-        try:
-            number = float(str(value).strip())
-        except ValueError:
-            problems.append("sglang_dflash_%s must be a number, not %r" % (key, value))
-            continue
-        if math.isnan(number) or number < low or (low == 0.0 and number <= 0.0):
-            bound = ("at least %s" if low else "more than %s") % low
-            problems.append("sglang_dflash_%s must be %s, not %s" % (key, bound, value))
-            continue
-        settings[key] = number
-    return problems
+    return _numbers(settings, FLOAT_SETTINGS, float, "a number", _float_range)
 
 
 def _booleans(settings):

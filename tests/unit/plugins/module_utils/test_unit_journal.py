@@ -93,20 +93,3 @@ def test_redact_replaces_longer_secrets_first_and_ignores_short_ones():
     lines = ["--api-key sk-secret-long --x abc", "token sk-secret"]
     assert redact(lines, ["sk-secret", "sk-secret-long", "abc", "", None]) == [
         "--api-key ******** --x abc", "token ********"]
-
-
-# ---- waiting for the server --------------------------------------------------------------------------
-
-class Clock(object):
-    """A monotonic clock that moves only when the wait sleeps."""
-
-    def __init__(self, now=10.0):
-        self.now = now
-        self.slept = []
-
-    def __call__(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
