@@ -11,7 +11,7 @@ HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"))
 
-from checks import exec_start, recap_changed, rollout, server_info, show  # noqa: E402
+from checks import exec_start, playbook, recap_changed, rollout, server_info, show  # noqa: E402
 from lab import under_load  # noqa: E402
 
 # The tests drive the whole fleet; `host` is traffic-1, the others are reached with node().
@@ -142,3 +142,18 @@ def test_the_fleet_report_shows_each_host_in_its_gateway(tmp_path):
     html = (tmp_path / "fleet-report.html").read_text()
     assert "in rotation" in html and "out of rotation" in html  # the state, and the last rollout's figures
     assert KEY not in html and KEY not in run.stdout
+
+
+def test_the_revert_under_load_loses_no_request():
+    """The way back is rolled out as the switch is: out of the gateway, drained, the operator's command restarted
+    and proven, back in."""
+    run, counts, seconds = under_load(GATEWAY, lambda: playbook(
+        "revert_dflash.yml", "--limit", "traffic-3,traffic-4", "-e", "sglang_dflash_serial=2"), **LOAD)
+    report("revert of traffic-3,4 under load", counts, seconds)
+    assert run.returncode == 0, run.output[-4000:]
+    assert counts["failed"] == 0, counts["failures"]
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+    for name in ("traffic-3", "traffic-4"):
+        assert "%s: sglang.service (revert) sglang 0.5.23: back to the operator's command" % name in run.output
+        assert server_info(node(name))["speculative_algorithm"] is None
+    assert run.output.count("rotation: out of http://127.0.0.1:30180 for") == 2
