@@ -26,10 +26,11 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
     cli_flags,
     nvidia_smi,
     python_package,
-    source_search,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import SearchError
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.run import run_search
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service, split_environment
 
@@ -195,7 +196,7 @@ def gather(params, check_mode):
     roots = package.get("search_roots") or []
     if roots:
         try:
-            found = source_search.run_search(dict(
+            found = run_search(dict(
                 paths=roots, terms=list(params["search_terms"]), patterns=[], match="identifier",
                 case_sensitive=False, include=["*.py"], exclude=["tests", "test", "__pycache__", ".git"],
                 context=0, definitions=True, max_files=50, max_hits_per_file=3, max_total_hits=100,
@@ -205,7 +206,7 @@ def gather(params, check_mode):
                 "missing_terms": found["missing_terms"], "definitions": definitions[:30],
                 "definitions_total": len(definitions), "backend": found["backend"], "cached": found["cached"],
                 "elapsed_s": found["elapsed_s"]}
-        except source_search.SearchError as exc:
+        except SearchError as exc:
             problems.append("searching %s: %s" % (", ".join(roots), exc))
 
     facts["flags"] = None

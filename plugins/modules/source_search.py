@@ -249,7 +249,8 @@ elapsed_s:
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import SearchError, run_search
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import SearchError
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.run import run_search
 
 
 def main():

@@ -1,7 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The source_search module without Ansible: check the options, pick the backend, serve or fill the cache."""
+"""The source_search module without Ansible: check the options, pick the backend, serve or fill the cache.
+
+The package's parts (its __init__.py stays empty, as ansible-test requires of module_utils packages): ``match``
+(the line matcher both backends share), ``walk`` (which files, and the counters), ``python_backend``,
+``ripgrep_backend``, ``definitions`` (``ast``), ``search`` (one search, shaped), ``cache`` (fingerprint and key
+of a cached result) and ``run`` (this file).
+"""
 
 from __future__ import absolute_import, division, print_function
 

@@ -1,5 +1,9 @@
 """Fixtures of the source_search tests."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 import pytest

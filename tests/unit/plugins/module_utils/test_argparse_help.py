@@ -1,5 +1,9 @@
 """The argparse help parser on synthetic help texts that exercise each layout rule."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.argparse_help import (
     HelpParseError,

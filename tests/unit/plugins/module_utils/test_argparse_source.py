@@ -1,5 +1,9 @@
 """Real SGLang releases (fixtures captured from PyPI wheels): flags, source mode, capabilities."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import tarfile
 from pathlib import Path

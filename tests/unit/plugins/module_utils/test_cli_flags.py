@@ -1,5 +1,9 @@
 """cli_flags.discover on real commands and real SGLang installs: methods, cache, limits, bad params."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 import subprocess

@@ -1,5 +1,9 @@
 """The previous-state copy: save, restore byte for byte, and what an interrupted run left behind."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 import pytest

@@ -1,5 +1,9 @@
 """The gateway steps against a fake SMG that behaves as SMG 1.13.0 was measured to (module_utils/gateway.py)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateway import (
     Gateway,

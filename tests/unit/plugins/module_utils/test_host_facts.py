@@ -1,6 +1,10 @@
 """host_facts: what the role reads of one host, driven here by a fake systemctl, unit files and a release's
 parser sources (tests/fixtures/sglang/0.5.23) in a temporary directory, and this test's own interpreter."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import hashlib
 import json
 import os

@@ -1,6 +1,10 @@
 """launch_command: systemd's words of an ExecStart, the shell and env wrappers, the interpreter and launcher
 behind them, and the command written back with new server arguments."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import (
     UnitError,

@@ -1,6 +1,10 @@
 """nvidia-smi parsing on real captures (H200) and reconstructed outputs, cgroup -> systemd unit mapping,
 query_gpus end to end (also through the lab's fake nvidia-smi)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import errno
 import os
 import subprocess

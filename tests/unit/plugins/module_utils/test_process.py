@@ -1,5 +1,9 @@
 """process.run_argv: output, the timeout that kills the whole group, the output cap, env, streamed stdout."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import sys
 import time

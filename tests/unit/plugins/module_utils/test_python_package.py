@@ -1,5 +1,9 @@
 """python_package: parsing the probe's answer, classifying the install, resolve_package on real interpreters."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import re
 import subprocess

@@ -1,5 +1,9 @@
 """The drain reads the server's own load: /v1/loads (0.5.23), /metrics, /get_load."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_load import read_load, wait_idle

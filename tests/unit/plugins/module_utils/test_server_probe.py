@@ -1,5 +1,9 @@
 """server_probe: the server's base URL, its HTTP answers, the unit's state while it starts, the wait."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 

@@ -1,5 +1,9 @@
 """source_search's definitions: matching classes and functions from ast, only where a hit is on a def line."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.definitions import (
     definitions_in,
     may_define,

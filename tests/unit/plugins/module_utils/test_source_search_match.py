@@ -1,5 +1,9 @@
 """source_search's line matcher: the identifier, word and substring rules, case, bad input."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import LineMatcher, SearchError
 

@@ -1,5 +1,9 @@
 """source_search's Python backend streams the tree: memory does not grow with the number of files."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import subprocess
 import sys
 

@@ -1,5 +1,9 @@
 """source_search's ripgrep backend: identical hits, skipped and unreadable files as the Python backend."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 import shutil

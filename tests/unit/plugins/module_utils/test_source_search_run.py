@@ -1,10 +1,15 @@
 """run_search, the source_search module without Ansible: options, the cache, the ripgrep fallback."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import shutil
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import SearchError, run_search
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import SearchError
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.run import run_search
 
 RG = shutil.which("rg")
 needs_rg = pytest.mark.skipif(RG is None, reason="ripgrep not installed (scripts/setup.sh installs it)")

@@ -1,5 +1,9 @@
 """One source_search search: ranking, definitions, skipped files and the reporting limits."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import LineMatcher

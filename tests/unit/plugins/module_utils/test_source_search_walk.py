@@ -1,5 +1,9 @@
 """source_search's walk: the globs, each directory once, and the directory-only walk counting alike."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import (

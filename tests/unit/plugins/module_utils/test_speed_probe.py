@@ -1,6 +1,10 @@
 """The speed proof's arithmetic (module_utils/speed_probe.py). The meta_info shapes are the
 ones SGLang 0.5.11-0.5.23 build in tokenizer_manager._calculate_spec_decoding_metrics."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import accept_length, measure
 
 

@@ -1,6 +1,10 @@
 """systemd_unit: `systemctl show`, unit files read with systemd's rules, and the service read on the host
 (driven here by a fake systemctl and unit files in a temporary directory)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError, resolve_command
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (

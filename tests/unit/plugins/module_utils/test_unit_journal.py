@@ -1,5 +1,9 @@
 """The journal quoted after a failed start begins at that start, not with the previous server's lines."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import journal_since_start, redact
