@@ -84,6 +84,8 @@ def test_the_role_renders(ansible_env):
 
 def test_the_readme_names_every_filter():
     readme = (REPO / "README.md").read_text()
-    words = dict(enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]))
+    words = dict(enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+                            "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+                            "eighteen", "nineteen", "twenty")))
     assert "The %s filters" % words.get(len(FILTERS), len(FILTERS)) in readme
     assert [n for n in FILTERS if "`%s`" % n not in readme] == []
