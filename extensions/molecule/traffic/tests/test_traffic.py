@@ -112,6 +112,22 @@ def test_a_run_with_nothing_to_change_leaves_the_gateway_alone():
     assert gateway_workers() == dict((w, "ready") for w in WORKERS)
 
 
+def test_the_revert_under_load_loses_no_request():
+    """The way back is rolled out as the switch is: out of the gateway, drained, the operator's command restarted
+    and proven, back in. (Before the baseline below: its cut requests open the gateway's circuit breakers for
+    traffic-1 and 2 for a while, and with 3 and 4 out of rotation nothing would be left to serve.)"""
+    run, counts, seconds = under_load(GATEWAY, lambda: playbook(
+        "revert_dflash.yml", "--limit", "traffic-3,traffic-4", "-e", "sglang_dflash_serial=2"), **LOAD)
+    report("revert of traffic-3,4 under load", counts, seconds)
+    assert run.returncode == 0, run.output[-4000:]
+    assert counts["failed"] == 0, counts["failures"]
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+    for name in ("traffic-3", "traffic-4"):
+        assert "%s: sglang.service (revert) sglang 0.5.23: back to the operator's command" % name in run.output
+        assert server_info(node(name))["speculative_algorithm"] is None
+    assert run.output.count("rotation: out of http://127.0.0.1:30180 for") == 2
+
+
 def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
     """The baseline: what a rollout did before (restart while the gateway still routes to the host, systemd's
     default KillMode cutting SGLang's scheduler): the load generator must see it. 12 clients keep nearly three
@@ -142,18 +158,3 @@ def test_the_fleet_report_shows_each_host_in_its_gateway(tmp_path):
     html = (tmp_path / "fleet-report.html").read_text()
     assert "in rotation" in html and "out of rotation" in html  # the state, and the last rollout's figures
     assert KEY not in html and KEY not in run.stdout
-
-
-def test_the_revert_under_load_loses_no_request():
-    """The way back is rolled out as the switch is: out of the gateway, drained, the operator's command restarted
-    and proven, back in."""
-    run, counts, seconds = under_load(GATEWAY, lambda: playbook(
-        "revert_dflash.yml", "--limit", "traffic-3,traffic-4", "-e", "sglang_dflash_serial=2"), **LOAD)
-    report("revert of traffic-3,4 under load", counts, seconds)
-    assert run.returncode == 0, run.output[-4000:]
-    assert counts["failed"] == 0, counts["failures"]
-    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
-    for name in ("traffic-3", "traffic-4"):
-        assert "%s: sglang.service (revert) sglang 0.5.23: back to the operator's command" % name in run.output
-        assert server_info(node(name))["speculative_algorithm"] is None
-    assert run.output.count("rotation: out of http://127.0.0.1:30180 for") == 2
