@@ -152,6 +152,11 @@ def rollback_outcome(observed):
 def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
     """One host of the fleet report. With facts and the plan: ready or blocked, and why. Without: failed
     (reached, but no facts) or unreachable."""
+    if facts is not None and facts.get("unreachable"):
+        # The facts task of a play with ignore_unreachable: its result is the connection's error, not facts.
+        row = fleet_row(host, algorithm=algorithm, reached=False)
+        row["reasons"].append(str(facts.get("msg") or "")[:300])
+        return row
     if facts is None or plan is None:
         return {"host": host, "status": "failed" if reached else "unreachable",
                 "reasons": ["no facts: the host %s (see the play output)"

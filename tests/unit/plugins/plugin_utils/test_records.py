@@ -97,6 +97,14 @@ def test_fleet_row_without_facts(reached, status, words):
     assert row["algorithm"] == "DFLASH"
 
 
+def test_fleet_row_of_a_host_unreachable_when_its_facts_were_gathered():
+    facts = {"unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: Connection refused"}
+    row = fleet_row("gpu-3", facts, {"errors": ["gathering the facts failed"]}, "DFLASH")
+    assert row["status"] == "unreachable" and row["facts"] is None
+    assert row["reasons"] == ["no facts: the host was unreachable (see the play output)",
+                              "Failed to connect to the host via ssh: Connection refused"]
+
+
 def test_fleet_rows_every_host_sorted_with_its_gateway_state():
     gateway = {"urls": ["http://gw:30180", "http://gw2:30180"], "worker_url": "http://10.0.0.5:30000"}
     hostvars = {"b": {"sglang_dflash_fleet_row": dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)},
