@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import os
 import re
 
@@ -30,6 +29,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import 
     exec_start,
     render_dropin,
     render_unit,
+    text_sha256,
 )
 
 # Secret values shorter than this are not redacted from journal lines: "1" cannot be told from other text.
@@ -119,10 +119,6 @@ def new_unit_launcher(facts, settings):
     if launcher == "sglang.launch_server" and entry.get("recommended") == "sglang serve":
         return [entry["console_script"], "serve"]
     return [facts.get("python"), "-m", launcher]
-
-
-def _sha256(text):
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
 
 def deployment_plan(facts, raw_settings):
@@ -260,7 +256,7 @@ def _decide_files(plan, facts, unit, settings, switch, args, env_vars, env_conte
     del config["current"]
     env_state = facts.get("managed_env_file") or {}
     env_file = {"path": settings.get("env_file"), "present": env_content is not None}
-    env_file["changed"] = (_sha256(env_content) != env_state.get("sha256")) if env_content is not None \
+    env_file["changed"] = (text_sha256(env_content) != env_state.get("sha256")) if env_content is not None \
         else bool(env_state.get("exists"))
     plan["files"] = {"config": config, "env": env_file}
     plan["needs_change"] = config["changed"] or env_file["changed"]

@@ -15,10 +15,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
-
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import text_sha256
 
 # The facts a fleet row leaves out: the module's own bookkeeping, and the release's full flag list
 # (hundreds of flags per host would make the report huge).
@@ -117,9 +116,9 @@ def _written_files(plan):
     written = {}
     config = files.get("config") or {}
     if config.get("content") is not None:
-        written[config["path"]] = hashlib.sha256(config["content"].encode("utf-8")).hexdigest()
+        written[config["path"]] = text_sha256(config["content"])
     if (files.get("env") or {}).get("present") and plan.get("env_content") is not None:
-        written[files["env"]["path"]] = hashlib.sha256(plan["env_content"].encode("utf-8")).hexdigest()
+        written[files["env"]["path"]] = text_sha256(plan["env_content"])
     return written
 
 

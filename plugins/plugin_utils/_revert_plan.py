@@ -16,8 +16,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
-
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import MANAGED_MARKER, words_from_pairs
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import PlainWord, listen_address
@@ -28,10 +26,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import gateway_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import normalize_settings
-
-
-def _sha256(text):
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import text_sha256
 
 
 def hand_edit_problem(path, content, record):
@@ -39,7 +34,7 @@ def hand_edit_problem(path, content, record):
     if content is None:
         return None
     written = ((record or {}).get("files") or {}).get(path)
-    if written and written != _sha256(content):
+    if written and written != text_sha256(content):
         return ("%s was edited by hand since the switch of %s (its content is not what this collection wrote); "
                 "move your change to a drop-in of your own, or remove the file yourself"
                 % (path, (record or {}).get("time") or "an earlier run"))

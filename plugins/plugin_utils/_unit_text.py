@@ -10,12 +10,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import re
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import MANAGED_MARKER
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SAFE_ARG = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+def text_sha256(text):
+    """SHA-256 of a text as it is written to a file (UTF-8); None for no text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
 
 class UnsafeValue(ValueError):
