@@ -144,6 +144,8 @@ def _decide(facts, raw_settings):
     unit = facts.get("unit") or {}
     switch = bool(unit.get("exists")) and not unit.get("managed_by_us")
     plan = _empty_plan(unit, settings, switch, errors)
+    # The GPUs this service runs on after the change (None: every GPU): where the GPU checks look.
+    plan["gpus"] = own_gpus(facts, settings)[0]
     if switch and unit.get("later_exec_start_dropins"):
         errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
                       "rename them or set sglang_dflash_dropin_name to sort last"
@@ -174,7 +176,7 @@ def _empty_plan(unit, settings, switch, errors):
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
             "old_active": unit.get("active_state") == "active", "settings": settings,
             "algorithm": settings.get("algorithm"), "fallback": None,
-            "stop": stop_plan(unit, settings, install=not switch), "gateway": None}
+            "stop": stop_plan(unit, settings, install=not switch), "gateway": None, "gpus": None}
 
 
 def _new_arguments(plan, facts, unit, settings, switch):

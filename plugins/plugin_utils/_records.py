@@ -164,10 +164,32 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
                 "gateway": None, "switch": None}
     shown = dict((k, v) for k, v in facts.items() if k not in _FACTS_NOT_IN_ROW)
     shown["flags"] = dict((k, v) for k, v in (facts.get("flags") or {}).items() if k != "list")
-    return {"host": host, "status": "blocked" if plan.get("errors") else "ready",
+    service = facts.get("service") or {}
+    # The algorithm asked of this service (an entry of sglang_dflash_services may ask another).
+    algorithm = (plan.get("settings") or {}).get("algorithm") or algorithm
+    return {"host": host, "unit": plan.get("unit"), "port": service.get("port"),
+            "gpus": (service.get("gpus") or {}).get("indexes"), "gpu_map": gpu_map(facts),
+            "status": "blocked" if plan.get("errors") else "ready",
             "reasons": list(plan.get("errors") or []), "algorithm": algorithm, "mode": plan.get("mode"),
             "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),
             "switch": plan.get("switch_state") or switch_state(facts, plan), "facts": shown}
+
+
+def gpu_map(facts):
+    """[{index, name, services, holders}] of the host's GPUs: the SGLang services given each GPU (by
+    CUDA_VISIBLE_DEVICES, or holding it; a service that is given none sees every GPU) and the units whose
+    processes hold it."""
+    gpus = (facts.get("gpus") or {}).get("gpus") or []
+    processes = (facts.get("gpus") or {}).get("processes") or []
+    out = []
+    for gpu in gpus:
+        index = gpu.get("index")
+        services = [s["unit"] for s in facts.get("sglang_units") or []
+                    if (s.get("gpus") or {}).get("indexes") is None or index in s["gpus"]["indexes"]]
+        holders = sorted(set(p.get("unit") or "pid %s" % p.get("pid")
+                             for p in processes if p.get("gpu_index") == index))
+        out.append({"index": index, "name": gpu.get("name"), "services": services, "holders": holders})
+    return out
 
 
 def gateway_workers(reads):
@@ -205,18 +227,19 @@ def gateway_state(gateway, workers_by_gateway):
 
 
 def fleet_rows(hostvars, hosts, gateway_reads=None):
-    """One report row per host (its sglang_dflash_fleet_row, or fleet_row without facts), sorted by host, with each
-    host's place in its gateways (their GET /workers answers)."""
+    """One report row per service (a host's sglang_dflash_fleet_rows, or fleet_row without facts), sorted by host,
+    with each service's place in its gateways (their GET /workers answers)."""
     rows = []
     workers = gateway_workers(gateway_reads)
     for host in sorted(hosts):
         hv = hostvars[host]
-        row = hv.get("sglang_dflash_fleet_row")
-        if row:
+        services = hv.get("sglang_dflash_fleet_rows") or \
+            ([hv["sglang_dflash_fleet_row"]] if hv.get("sglang_dflash_fleet_row") else [])
+        if not services:
+            rows.append(fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
+                                  reached=bool(hv.get("sglang_fleet_reached"))))
+        for row in services:
             row = dict(row)
             row["gateway"] = gateway_state(row.get("gateway"), workers)
-        else:
-            row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
-                            reached=bool(hv.get("sglang_fleet_reached")))
-        rows.append(row)
+            rows.append(row)
     return rows
