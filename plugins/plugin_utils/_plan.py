@@ -146,6 +146,7 @@ def _decide(facts, raw_settings):
     plan = _empty_plan(unit, settings, switch, errors)
     # The GPUs this service runs on after the change (None: every GPU): where the GPU checks look.
     plan["gpus"] = own_gpus(facts, settings)[0]
+    plan["stop_units_now"] = units_to_stop_for(facts, settings, plan["gpus"])
     if switch and unit.get("later_exec_start_dropins"):
         errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
                       "rename them or set sglang_dflash_dropin_name to sort last"
@@ -176,7 +177,8 @@ def _empty_plan(unit, settings, switch, errors):
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
             "old_active": unit.get("active_state") == "active", "settings": settings,
             "algorithm": settings.get("algorithm"), "fallback": None,
-            "stop": stop_plan(unit, settings, install=not switch), "gateway": None, "gpus": None}
+            "stop": stop_plan(unit, settings, install=not switch), "gateway": None, "gpus": None,
+            "stop_units_now": []}
 
 
 def _new_arguments(plan, facts, unit, settings, switch):
@@ -203,6 +205,18 @@ def _new_arguments(plan, facts, unit, settings, switch):
     # Where the gateways know this host now (the fleet report reads it even when the host is refused).
     plan["gateway"] = gateway_plan(settings, plan["old_port"], plan["old_port"])
     return args
+
+
+def units_to_stop_for(facts, settings, gpus):
+    """The units to stop before this service starts: those whose processes hold its GPUs, and those that hold no GPU
+    (stopped by the first service that starts). A unit on another service's GPUs waits for that service."""
+    processes = (facts.get("gpus") or {}).get("processes") or []
+    out = []
+    for unit in [unit_name(u) for u in settings.get("stop_units") or []]:
+        held = set(p.get("gpu_index") for p in processes if p.get("unit") == unit)
+        if not held or gpus is None or held & set(gpus):
+            out.append(unit)
+    return out
 
 
 def _host_problems(facts, settings, switch):

@@ -95,7 +95,8 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
         "files": _written_files(plan) if switched else {},
         "written_options": written_options(((plan.get("files") or {}).get("config") or {}).get("content"))
         if switched else [],
-        "stopped_units": [unit_name(u) for u in settings.get("stop_units") or []]
+        # The units this service's switch stopped (those on its GPUs, or on none), which a revert may start again.
+        "stopped_units": [unit_name(u) for u in plan.get("stop_units_now", settings.get("stop_units")) or []]
         if switched and plan.get("starts_server") else [],
         "traffic": traffic_figures(plan, measurements.get("out_of_rotation_s"), measurements.get("drain")),
         "time": when, "unit": plan.get("unit"), "outcome": outcome, "reason": reason,

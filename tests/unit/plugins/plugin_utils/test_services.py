@@ -85,3 +85,14 @@ def test_the_port_systemd_expands_is_the_old_port_when_the_command_names_a_varia
     facts = facts_for(line, service=replica("sglang-qwen.service", [0], port=30002))
     plan = deployment_plan(facts, SETTINGS)
     assert plan["old_port"] == 30002
+
+
+def test_a_unit_to_stop_waits_for_the_service_whose_gpus_it_holds():
+    facts = box([0, 1, 2, 3], [replica("sglang@b.service", [4, 5, 6, 7])],
+                [holder(7, 6, "train-qwen.service")])
+    settings = dict(SETTINGS, stop_units=["train-qwen.service", "cron-job.service"])
+    facts["related_units"]["cron-job.service"] = {"exists": True, "active_state": "active"}
+    assert deployment_plan(facts, settings)["stop_units_now"] == ["cron-job.service"]
+    facts = box([4, 5, 6, 7], [replica("sglang@a.service", [0, 1, 2, 3])], [holder(7, 6, "train-qwen.service")])
+    facts["related_units"]["cron-job.service"] = {"exists": True, "active_state": "active"}
+    assert deployment_plan(facts, settings)["stop_units_now"] == ["train-qwen.service", "cron-job.service"]
