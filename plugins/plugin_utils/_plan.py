@@ -192,7 +192,9 @@ def _new_arguments(plan, facts, unit, settings, switch):
                    "context": "shell" if command.get("wrapper") == "shell" else "systemd"}
     args = None
     if flags and (current is not None or not switch):
-        args = plan_arguments(flags, settings, current, facts.get("algorithms") or ())
+        expanded_port = (facts.get("service") or {}).get("port")
+        args = plan_arguments(flags, dict(settings, expanded_port=expanded_port), current,
+                              facts.get("algorithms") or ())
         plan["errors"].extend(args["errors"])
         plan.update(changes=args["changes"], expected_server_info=args["expected_server_info"],
                     flag_names=args["flag_names"], algorithm=args["algorithm"], fallback=args["fallback"])

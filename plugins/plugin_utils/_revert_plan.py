@@ -67,7 +67,8 @@ def revert_plan(facts, raw_settings):
             "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
             "old_active": unit.get("active_state") == "active", "settings": settings, "algorithm": None,
-            "fallback": None, "gpus": None, "stop_units_now": [], "stop": {"lines": [], "drains": None, "timeout_s": None, "notes": [], "summary": (
+            "fallback": None, "gpus": None, "stop_units_now": [],
+            "stop": {"lines": [], "drains": None, "timeout_s": None, "notes": [], "summary": (
                 "as the operator's unit says (our stop settings go with our drop-in)")},
             "gateway": None, "restart_units": []}
     if facts.get("failed"):

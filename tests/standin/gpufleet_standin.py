@@ -151,7 +151,8 @@ def gpu_claims():
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     if not mib:
         return []
-    return ["gpufleet-holds-gpu=%s:%s" % (index.strip(), mib) for index in visible.split(",") if index.strip().isdigit()]
+    return ["gpufleet-holds-gpu=%s:%s" % (index.strip(), mib)
+            for index in visible.split(",") if index.strip().isdigit()]
 
 
 def start_scheduler():

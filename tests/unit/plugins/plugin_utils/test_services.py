@@ -84,7 +84,11 @@ def test_the_port_systemd_expands_is_the_old_port_when_the_command_names_a_varia
     line = NEXTN.replace("--port 30001", "--port ${SGLANG_PORT}")
     facts = facts_for(line, service=replica("sglang-qwen.service", [0], port=30002))
     plan = deployment_plan(facts, SETTINGS)
-    assert plan["old_port"] == 30002
+    assert plan["errors"] == [] and plan["old_port"] == 30002 and plan["port"] == 30002
+    assert "--port ${SGLANG_PORT}" in plan["files"]["config"]["content"]
+    # Without the facts' map the port cannot be told, and the plan says what to set.
+    plan = deployment_plan(facts_for(line), SETTINGS)
+    assert any("cannot tell the server's port from --port ${SGLANG_PORT}" in e for e in plan["errors"])
 
 
 def test_a_unit_to_stop_waits_for_the_service_whose_gpus_it_holds():
