@@ -32,8 +32,9 @@ def gpu_holders(host):
     for line in host.check_output("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid "
                                   "--format=csv,noheader,nounits").splitlines():
         pid, _name, _mib, uuid = [f.strip() for f in line.split(",")]
+        # cgroupfs without a cgroup namespace: the host's paths, the container's unit the innermost .service.
         cgroup = host.file("/proc/%s/cgroup" % pid).content_string
-        unit = cgroup.strip().rsplit("/", 1)[-1]
+        unit = [part for part in cgroup.replace("\n", "/").split("/") if part.endswith(".service")][-1]
         held.setdefault(int(uuids[uuid]), set()).add(unit)
     return held
 
