@@ -216,7 +216,8 @@ def gather(params, check_mode):
             flags = cli_flags.discover(dict(
                 argv=[python, "-m", "sglang.launch_server", "--help"], method=params["flags_method"],
                 source_dir=None, timeout=params["help_timeout"], environment=environment,
-                cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes")), check_mode)
+                cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes"),
+                package=facts["package"]), check_mode)
             facts["flags"] = {
                 "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
                 "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),
