@@ -204,13 +204,32 @@ def gateway_state(gateway, workers_by_gateway):
             "summary": "; ".join(sorted(set(s["state"] for s in states)))}
 
 
-def fleet_rows(hostvars, hosts, gateway_reads=None):
-    """One report row per host (its sglang_dflash_fleet_row, or fleet_row without facts), sorted by host, with each
-    host's place in its gateways (their GET /workers answers)."""
+def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
+    """One report row per host, sorted by host.
+
+    This run's rows (from_cache false): each host's sglang_dflash_fleet_row with its place in its gateways (their GET
+    /workers answers), or fleet_row without facts (failed when the host was in this run, sglang_fleet_reached;
+    unreachable when it was not); each row carries gathered_at (now).
+    From Ansible's fact cache (from_cache true, no host contacted): each host's cached row (sglang_fleet_cached_row,
+    the row of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
+    has none.
+    """
     rows = []
     workers = gateway_workers(gateway_reads)
     for host in sorted(hosts):
         hv = hostvars[host]
+        if from_cache:
+            cached = (hv.get("ansible_facts") or {}).get("sglang_fleet_cached_row")
+            if cached:
+                row = dict(cached)
+            else:
+                row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"))
+                row.update(status="unknown", gathered_at=None,
+                           reasons=["no row in Ansible's fact cache (not gathered with fact_caching on, or expired): "
+                                    "run playbooks/gather_facts.yml"])
+            row["from_cache"] = True
+            rows.append(row)
+            continue
         row = hv.get("sglang_dflash_fleet_row")
         if row:
             row = dict(row)
@@ -218,5 +237,7 @@ def fleet_rows(hostvars, hosts, gateway_reads=None):
         else:
             row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
                             reached=bool(hv.get("sglang_fleet_reached")))
+        row.update(gathered_at=now, from_cache=False)
         rows.append(row)
     return rows
+
