@@ -195,7 +195,9 @@ def main():
             sys.exit("%d of %d lab nodes did not come up (%s): this machine runs at most about %d of them now; see "
                      "`podman logs %s`" % (len(down), count, ", ".join(down[:10]), count - len(down),
                                            down[0] if down else names[-1]))
-        sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"], env=env)
+        if args.hosts:  # (the rolling deploy provisions its nodes with their services started)
+            sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
+               env=env)
         lines = []
         for hosts in sorted(args.hosts):
             inv = work / ("hosts-%d.json" % hosts)
