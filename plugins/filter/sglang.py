@@ -99,9 +99,10 @@ def sglang_fleet_row(facts, plan, host, algorithm):
     return _records.fleet_row(host, dict(facts or {}), dict(plan or {}), algorithm)
 
 
-def sglang_fleet_rows(hostvars, hosts, gateway_reads=None):
-    """One report row per host, and each host's place in its gateways (see _records.fleet_rows)."""
-    return _records.fleet_rows(hostvars, hosts, gateway_reads)
+def sglang_fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
+    """One report row per host, and each host's place in its gateways; or the rows kept in Ansible's fact cache
+    (see _records.fleet_rows)."""
+    return _records.fleet_rows(hostvars, hosts, gateway_reads, from_cache, now)
 
 
 def sglang_rollout_stopped(hostvars, hosts, max_fail_percentage=0):

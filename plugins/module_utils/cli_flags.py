@@ -216,11 +216,15 @@ def valid_cached_result(entry):
                     and all(isinstance(a, str) for a in f["aliases"]) for f in entry["flags"]))
 
 
-def package_of(python, module_name, environment, timeout):
-    """(package, error): python_package_info's answer for the top-level package of module_name, or why not."""
+def package_of(python, module_name, environment, timeout, known=None):
+    """(package, error): python_package_info's answer for the top-level package of module_name, or why not.
+
+    known: that answer when the caller already has it (sglang_facts probes the same interpreter with the same
+    environment just before), so the interpreter is not started a second time.
+    """
     name = module_name.split(".")[0]
     try:
-        package = resolve_package(python, name, environment, timeout)
+        package = known if known is not None else resolve_package(python, name, environment, timeout)
     except PackageInfoError as exc:
         return None, "cannot probe %s for the package %s: %s" % (python, name, exc)
     if not package.get("search_roots"):
@@ -282,8 +286,9 @@ def discover(params, check_mode):
     """The flags of params["argv"]: from the package's source, --help, or the on-host cache.
 
     params: argv, method (auto, cross_check, help, source), source_dir, timeout, environment, cache
-    and max_output_bytes (None for the default). Returns the cli_flags module's result (before its
-    filter), with the Python warnings --help printed in "warnings"; raises FlagsError.
+    and max_output_bytes (None for the default); optionally package, python_package_info's answer for
+    the command's interpreter and package when the caller has it already. Returns the cli_flags module's
+    result (before its filter), with the Python warnings --help printed in "warnings"; raises FlagsError.
     """
     started = time.monotonic()
     max_output_bytes = check_params(params)
@@ -293,7 +298,8 @@ def discover(params, check_mode):
     method = params.get("method") or "auto"
     command = command_form(argv)
     python = command["python"]
-    package, no_source = (package_of(python, command["module"], environment, min(params["timeout"], 60))
+    package, no_source = (package_of(python, command["module"], environment, min(params["timeout"], 60),
+                                     params.get("package"))
                           if python else (None, None))
     source_dir = params.get("source_dir") or ((package or {}).get("search_roots") or [None])[0]
     if not source_dir:

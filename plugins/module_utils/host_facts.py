@@ -329,7 +329,8 @@ class _Run(object):
                 flags = cli_flags.discover(dict(
                     argv=[python, "-m", "sglang.launch_server", "--help"], method=params["flags_method"],
                     source_dir=None, timeout=params["help_timeout"], environment=environment,
-                    cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes")), check_mode)
+                    cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes"),
+                    package=release["package"]), check_mode)
                 release["flags"] = {
                     "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
                     "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),

@@ -227,20 +227,39 @@ def gateway_state(gateway, workers_by_gateway):
             "summary": "; ".join(sorted(set(s["state"] for s in states)))}
 
 
-def fleet_rows(hostvars, hosts, gateway_reads=None):
-    """One report row per service (a host's sglang_dflash_fleet_rows, or fleet_row without facts), sorted by host,
-    with each service's place in its gateways (their GET /workers answers)."""
+def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
+    """One report row per service, sorted by host (a host's services in the order they were selected).
+
+    This run's rows (from_cache false): each host's sglang_dflash_fleet_rows with each service's place in its gateways
+    (their GET /workers answers), or fleet_row without facts (failed when the host was in this run,
+    sglang_fleet_reached; unreachable when it was not); each row carries gathered_at (now).
+    From Ansible's fact cache (from_cache true, no host contacted): each host's cached rows (sglang_fleet_cached_rows,
+    the rows of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
+    has none.
+    """
     rows = []
     workers = gateway_workers(gateway_reads)
     for host in sorted(hosts):
         hv = hostvars[host]
-        services = hv.get("sglang_dflash_fleet_rows") or \
-            ([hv["sglang_dflash_fleet_row"]] if hv.get("sglang_dflash_fleet_row") else [])
+        if from_cache:
+            cached = [dict(r) for r in (hv.get("ansible_facts") or {}).get("sglang_fleet_cached_rows") or []]
+            if not cached:
+                row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"))
+                row.update(status="unknown", gathered_at=None,
+                           reasons=["no row in Ansible's fact cache (not gathered with fact_caching on, or expired): "
+                                    "run playbooks/gather_facts.yml"])
+                cached = [row]
+            for row in cached:
+                row["from_cache"] = True
+                rows.append(row)
+            continue
+        services = [dict(row, gateway=gateway_state(row.get("gateway"), workers))
+                    for row in hv.get("sglang_dflash_fleet_rows") or []]
         if not services:
-            rows.append(fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
-                                  reached=bool(hv.get("sglang_fleet_reached"))))
+            services = [fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
+                                  reached=bool(hv.get("sglang_fleet_reached")))]
         for row in services:
-            row = dict(row)
-            row["gateway"] = gateway_state(row.get("gateway"), workers)
+            row.update(gathered_at=now, from_cache=False)
             rows.append(row)
     return rows
+

@@ -1,20 +1,35 @@
-"""Benchmark playbooks/gather_facts.yml on N SSH hosts against `ansible -m ansible.builtin.setup`.
+"""Benchmark playbooks/gather_facts.yml on N SSH hosts against `ansible -m ansible.builtin.setup`, and a rolling deploy.
 
-    .venv/bin/python tests/bench/fleet_bench.py [--hosts 8 16 32] [--forks 16] [--method auto] [--keep]
+    .venv/bin/python tests/bench/fleet_bench.py [--hosts 8 16 32] [--forks 16] [--method auto] [--rolling 32] [--keep]
 
 Lab nodes (tests/containers/build-node-image.sh) are started as podman containers, each with its SSH
 port published on 127.0.0.1 only, and provisioned over SSH without starting their services (facts
-need none). For each N, on the same N hosts and in one run: the baseline `ansible -m setup`, then
-gather_facts.yml with the on-host caches removed (cold), then again (warm). One line per N, the
-largest last:  hosts=N setup=S cold=C warm=W cold/setup=R1 warm/setup=R2
-Not a test: nothing is asserted. The machine is shared and noisy: each figure is the median of
---repeat runs.
+need none). Memory and ports are checked first: when the nodes do not fit, the bench
+says so and how many would. For each N, on the same N hosts, with the same forks, become, pipelining and
+SSH options, in one run: the baseline `ansible -m setup`, then gather_facts.yml with the on-host caches
+removed (cold), then again (warm). One line per N, the largest last:
+
+    hosts=N setup=S cold=C warm=W cold/setup=R1 warm/setup=R2 cpu_cold/setup=R3 cpu_warm/setup=R4
+
+S, C, W: wall seconds; R3, R4: the CPU seconds each spent (the controller's processes and the nodes' containers,
+from their cgroups) over setup's, which other jobs on a shared machine disturb far less than the wall time.
+With --rolling M: the services of the first M nodes are started, and playbooks/deploy_dflash.yml switches them in
+batches of --serial (25%), the wall time and each batch's time printed:
+
+    rolling hosts=M serial=25% batches=B wall_s=T per_batch_s=t1,t2,.. batch_median_s=tm
+
+Not a test: nothing is asserted. The machine is shared and noisy: each figure is the median of --repeat runs.
 """
 
 import argparse
 import json
+import os
+import re
+import resource
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,9 +42,44 @@ from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
 
 FIRST_PORT = 22300
 PREFIX = "gpufleet-bench-"
+# Measured on the lab (cgroup memory of 32 idle nodes: 28 MiB each; a module run adds its Python and the
+# service's interpreter probe on the forks' nodes; a started node runs the stand-in server and a training job).
+IDLE_NODE_MIB, SERVING_NODE_MIB, FORK_MIB, CONTROLLER_MIB = 40, 400, 120, 1500
 
 
-def inventory(path, names, keys, method):
+def available_mib():
+    with open("/proc/meminfo") as handle:
+        return int(re.search(r"MemAvailable:\s+(\d+)", handle.read()).group(1)) // 1024
+
+
+def room_for(count, serving, forks, existing):
+    """(fits, message): whether `count` nodes (`serving` of them with their services started) fit this machine's
+    memory and ports, with the largest count that would fit when they do not. What cannot be told beforehand (a
+    kernel limit such as inotify instances on another machine) shows when the nodes start: main() names the nodes
+    that did not come up."""
+    new = max(0, count - existing)
+    per_node = IDLE_NODE_MIB
+    need = per_node * new + (SERVING_NODE_MIB - IDLE_NODE_MIB) * serving + FORK_MIB * forks + CONTROLLER_MIB
+    have = available_mib()
+    problems = []
+    if need > have:
+        spare = have - FORK_MIB * forks - CONTROLLER_MIB - (SERVING_NODE_MIB - IDLE_NODE_MIB) * serving
+        most = existing + max(0, spare // per_node)
+        problems.append("memory: %d nodes need about %d MiB (%d MiB per node, %d per started node, %d per fork, %d for "
+                        "the controller) and %d MiB are available: at most about %d nodes fit"
+                        % (count, need, per_node, SERVING_NODE_MIB, FORK_MIB, CONTROLLER_MIB, have, most))
+    busy = []
+    for i in range(existing, count):
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", FIRST_PORT + i)) == 0:
+                busy.append(FIRST_PORT + i)
+    if busy:
+        problems.append("ports: 127.0.0.1:%s already in use by something else (another bench or lab?); the nodes "
+                        "use %d-%d" % (",".join(map(str, busy[:10])), FIRST_PORT, FIRST_PORT + count - 1))
+    return not problems, "; ".join(problems)
+
+
+def inventory(path, names, keys, method, extra=None):
     hosts = dict((name, {"ansible_port": FIRST_PORT + i}) for i, name in enumerate(names))
     group_vars = {
         "ansible_host": "127.0.0.1", "ansible_user": "ops", "ansible_become": True,
@@ -42,39 +92,118 @@ def inventory(path, names, keys, method):
         "sglang_dflash_draft_model_path": "/models/Qwen3.6-27B-DFlash",
         "sglang_dflash_stop_units": ["train-qwen.service"],
     }
+    group_vars.update(extra or {})
     path.write_text(json.dumps({"all": {"children": {"gpu_inference": {"hosts": hosts, "vars": group_vars}}}}))
 
 
-def timed(argv, env):
+class CpuMeter:
+    """CPU seconds of this process's children (ansible, its forks, ssh) and of the nodes' containers (cgroup v1
+    cpuacct or v2 cpu.stat); None for the nodes where neither can be read."""
+
+    def __init__(self, names, env):
+        ids = sh(["podman", "inspect", "-f", "{{.Id}}"] + names, env=env, check=False).stdout.split()
+        self.files = []
+        for cid in ids:
+            for path in ("/sys/fs/cgroup/cpuacct/libpod_parent/libpod-%s/cpuacct.usage" % cid,
+                         "/sys/fs/cgroup/cpuacct/machine.slice/libpod-%s.scope/cpuacct.usage" % cid,
+                         "/sys/fs/cgroup/machine.slice/libpod-%s.scope/cpu.stat" % cid,
+                         "/sys/fs/cgroup/libpod_parent/libpod-%s/cpu.stat" % cid):
+                if os.path.exists(path):
+                    self.files.append(path)
+                    break
+        self.complete = bool(ids) and len(self.files) == len(ids)
+
+    def nodes(self):
+        if not self.complete:
+            return None
+        total = 0.0
+        for path in self.files:
+            with open(path) as handle:
+                text = handle.read()
+            total += int(text) / 1e9 if path.endswith("usage") else int(
+                re.search(r"usage_usec (\d+)", text).group(1)) / 1e6
+        return total
+
+    @staticmethod
+    def controller():
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv, env, meter):
+    """(wall seconds, CPU seconds of the controller and the nodes or None)."""
+    nodes0, ctl0 = meter.nodes(), meter.controller()
     start = time.perf_counter()
     proc = sh(argv, env=env, check=False)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         sys.exit("%s failed:\n%s\n%s" % (" ".join(map(str, argv[:6])), proc.stdout[-3000:], proc.stderr[-2000:]))
-    return elapsed
+    nodes1 = meter.nodes()
+    cpu = meter.controller() - ctl0 + (nodes1 - nodes0) if nodes0 is not None else None
+    return elapsed, cpu
+
+
+def rolling(inv, env, forks, serial):
+    """Wall seconds of deploy_dflash.yml and of each batch: from one batch's play banner to the next one's (the
+    last batch ends at the summary play's banner)."""
+    argv = ["ansible-playbook", "-i", str(inv), "-f", str(forks), str(REPO / "playbooks" / "deploy_dflash.yml"),
+            "-e", json.dumps({"sglang_dflash_serial": serial})]
+    banners, tail = [], []
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    for line in proc.stdout:
+        if line.startswith("PLAY ["):
+            banners.append((time.perf_counter(), line))
+        tail = (tail + [line])[-200:]
+    proc.wait()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit("the rolling deploy failed:\n%s" % "".join(tail)[-4000:])
+    marks = [t for t, line in banners if line.startswith("PLAY [Roll out")]
+    end = next((t for t, line in banners if line.startswith("PLAY [Summarise")), start + wall)
+    return wall, [b - a for a, b in zip(marks, marks[1:] + [end])]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, nargs="+", default=[8, 16, 32])
+    parser.add_argument("--hosts", type=int, nargs="*", default=[8, 16, 32])
     parser.add_argument("--forks", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--method", default="auto", help="sglang_dflash_flags_method (auto, source, help, cross_check)")
+    parser.add_argument("--rolling", type=int, default=0, metavar="M",
+                        help="also switch the first M nodes with deploy_dflash.yml in batches of --serial")
+    parser.add_argument("--serial", default="25%")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
+    count = max(args.hosts + [args.rolling])
+    env = dict(os.environ, CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
+    existing = len([n for n in sh(["podman", "ps", "--format", "{{.Names}}"], env=env, check=False).stdout.split()
+                    if n.startswith(PREFIX) and n[len(PREFIX):].isdigit() and int(n[len(PREFIX):]) < count])
+    fits, why = room_for(count, args.rolling, args.forks, existing)
+    if not fits:
+        sys.exit("%d lab nodes do not fit this machine: %s" % (count, why))
     env, keys = lab_environment()
     work = Path(tempfile.mkdtemp(prefix="fleet-bench-"))
-    names = start_nodes(PREFIX, max(args.hosts), FIRST_PORT, keys, env)
+    names = start_nodes(PREFIX, count, FIRST_PORT, keys, env)
     try:
         inv = work / "all.json"
         inventory(inv, names, keys, args.method)
-        sh(["ansible", "-i", inv, "all", "-f", args.forks, "-m", "ansible.builtin.wait_for_connection",
-            "-a", "timeout=120"], env=env)
-        sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"], env=env)
+        reach = sh(["ansible", "-i", inv, "all", "-f", args.forks, "-m", "ansible.builtin.wait_for_connection",
+                    "-a", "timeout=180"], env=env, check=False)
+        if reach.returncode != 0:
+            down = sorted(set(re.findall(r"^(%s\d+) \| (?:FAILED|UNREACHABLE)" % PREFIX, reach.stdout, re.M)))
+            sys.exit("%d of %d lab nodes did not come up (%s): this machine runs at most about %d of them now; see "
+                     "`podman logs %s`" % (len(down), count, ", ".join(down[:10]), count - len(down),
+                                           down[0] if down else names[-1]))
+        if args.hosts:  # (the rolling deploy provisions its nodes with their services started)
+            sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
+               env=env)
         lines = []
-        for count in sorted(args.hosts):
-            inv = work / ("hosts-%d.json" % count)
-            inventory(inv, names[:count], keys, args.method)
+        for hosts in sorted(args.hosts):
+            inv = work / ("hosts-%d.json" % hosts)
+            inventory(inv, names[:hosts], keys, args.method)
+            meter = CpuMeter(names[:hosts], env)
+            # The same forks, become, pipelining and SSH options (the inventory's) for the baseline and the facts.
             setup = ["ansible", "-i", inv, "all", "-f", args.forks, "-m", "ansible.builtin.setup"]
             clear = ["ansible", "-i", inv, "all", "-f", args.forks, "-m", "ansible.builtin.file",
                      "-a", "path=/var/cache/gpufleet-sglang state=absent"]
@@ -82,14 +211,28 @@ def main():
                      "-e", "sglang_fleet_report_dir=%s" % (work / "report")]
             base, cold, warm = [], [], []
             for _round in range(args.repeat):
-                base.append(timed(setup, env))
+                base.append(timed(setup, env, meter))
                 sh(clear, env=env)
-                cold.append(timed(facts, env))
-                warm.append(timed(facts, env))
-            s, c, w = statistics.median(base), statistics.median(cold), statistics.median(warm)
-            lines.append("hosts=%d setup=%.1f cold=%.1f warm=%.1f cold/setup=%.2f warm/setup=%.2f"
-                         % (count, s, c, w, c / s, w / s))
-            print(lines[-1], flush=True)
+                cold.append(timed(facts, env, meter))
+                warm.append(timed(facts, env, meter))
+            s, c, w = (statistics.median(x[0] for x in runs) for runs in (base, cold, warm))
+            line = ("hosts=%d setup=%.1f cold=%.1f warm=%.1f cold/setup=%.2f warm/setup=%.2f"
+                    % (hosts, s, c, w, c / s, w / s))
+            if meter.complete:
+                cs, cc, cw = (statistics.median(x[1] for x in runs) for runs in (base, cold, warm))
+                line += " cpu_cold/setup=%.2f cpu_warm/setup=%.2f" % (cc / cs, cw / cs)
+            lines.append(line)
+            print(line, flush=True)
+        if args.rolling:
+            inv = work / "rolling.json"
+            inventory(inv, names[:args.rolling], keys, args.method,
+                      {"gpufleet_lab_start_services": True, "sglang_dflash_speed_probe_max_new_tokens": 32})
+            sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
+               env=env)
+            wall, batches = rolling(inv, env, args.forks, args.serial)
+            print("rolling hosts=%d serial=%s batches=%d wall_s=%.1f per_batch_s=%s batch_median_s=%.1f"
+                  % (args.rolling, args.serial, len(batches), wall, ",".join("%.1f" % b for b in batches),
+                     statistics.median(batches) if batches else 0.0), flush=True)
     finally:
         if not args.keep:
             sh(["podman", "rm", "-f"] + names, env=env, check=False)

@@ -103,6 +103,26 @@ def test_status_filter_and_sort_run_in_the_browser(report):
     assert hosts == sorted(hosts) and len(hosts) == 40  # sorted by host, hidden rows included
 
 
+def test_rows_are_grouped_by_status_what_needs_a_person_first(report):
+    # One compact line per host, grouped: blocked, then unreachable, then ready (no failed host here), each group
+    # headed with its count and sorted by host; filtered, only the headings of groups with rows shown stay.
+    dom = chromium("--dump-dom", report.as_uri()).stdout
+    body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    statuses = [status for status, _host in visible_rows(dom)]
+    assert statuses == ["blocked"] * 9 + ["unreachable"] * 7 + ["ready"] * 24
+    groups = re.findall(r'<tr data-group="(\w+)" class="group"( hidden="")?><th colspan="\d+">(\w+) \((\d+)\)', body)
+    assert [(g, hidden, int(n)) for g, hidden, _s, n in groups] == [("blocked", "", 9), ("unreachable", "", 7),
+                                                                      ("ready", "", 24)]
+    ready = [host for status, host in visible_rows(dom) if status == "ready"]
+    assert ready == sorted(ready)
+    dom = chromium("--dump-dom", report.as_uri() + "#status=blocked").stdout
+    body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    shown = re.findall(r'<tr data-group="(\w+)" class="group">', body)
+    assert shown == ["blocked"]
+    # The details (the switch's arguments, flag names) are in the row, behind a toggle.
+    assert "<details><summary>switch: 1 removed, 1 added, 0 overridden, 1 kept</summary>" in dom
+
+
 def test_switch_state_filter_runs_in_the_browser(report):
     # Hosts with facts (not unreachable, not gpu-39) whose index % 4 == 2: the drifted ones.
     drifted = sorted("gpu-%02d" % i for i in range(39) if i % 5 != 4 and i % 4 == 2)

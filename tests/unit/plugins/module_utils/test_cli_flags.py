@@ -118,6 +118,22 @@ def test_auto_reads_the_source_and_never_runs_help(venvs, monkeypatch):
         assert "fallback_reason" not in r and "source_check" not in r and r["flag_count"] == 530 + 2
 
 
+def test_a_package_the_caller_already_probed_is_not_probed_again(venvs, monkeypatch):
+    # sglang_facts resolves the interpreter's sglang just before: discover takes that answer instead of
+    # starting the interpreter a second time, and reads the same flags from it.
+    python = venvs["0.5.23"] / "bin" / "python"
+    probed = discover(params(launch_help(venvs["0.5.23"])), check_mode=False)
+
+    def no_probe(*_args, **_kwargs):
+        raise AssertionError("discover probed the interpreter although the package was given")
+
+    monkeypatch.setattr(cli_flags, "resolve_package", no_probe)
+    given = discover(params(launch_help(venvs["0.5.23"]), package=probed["package"]), check_mode=False)
+    assert given["flags"] == probed["flags"] and given["method"] == "source" and given["package"] is probed["package"]
+    with pytest.raises(AssertionError, match="probed the interpreter"):
+        discover(params([python, "-m", "sglang.launch_server", "--help"]), check_mode=False)
+
+
 def test_auto_runs_help_only_where_the_source_cannot_be_read(printer, tmp_path):
     script, _out = printer
     r = discover(params([script]), check_mode=False)  # a shell script: no Python to ask for a package

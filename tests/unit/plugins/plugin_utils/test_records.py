@@ -107,7 +107,7 @@ def test_fleet_row_of_a_host_unreachable_when_its_facts_were_gathered():
 
 def test_fleet_rows_every_host_sorted_with_its_gateway_state():
     gateway = {"urls": ["http://gw:30180", "http://gw2:30180"], "worker_url": "http://10.0.0.5:30000"}
-    hostvars = {"b": {"sglang_dflash_fleet_row": dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)},
+    hostvars = {"b": {"sglang_dflash_fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)]},
                 "a": {"sglang_fleet_reached": True, "sglang_dflash_algorithm": "DDTREE"}, "c": {}}
     reads = [{"item": "http://gw:30180/", "status": 200,
               "json": {"workers": [{"url": "http://10.0.0.5:30000/", "status": "ready"}]}},
@@ -117,6 +117,31 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
     assert rows[0]["algorithm"] == "DDTREE"
     assert rows[1]["gateway"]["states"] == [{"gateway": "http://gw:30180", "state": "in rotation"},
                                             {"gateway": "http://gw2:30180", "state": "not read: connection refused"}]
+
+
+def test_fleet_rows_carry_the_time_they_were_gathered():
+    hostvars = {"b": {"sglang_dflash_fleet_rows": [fleet_row("b", FACTS, PLAN, "DFLASH")]}, "a": {}}
+    rows = fleet_rows(hostvars, ["a", "b"], now="2026-12-05T10:00:00Z")
+    assert [(r["host"], r["gathered_at"], r["from_cache"]) for r in rows] == [
+        ("a", "2026-12-05T10:00:00Z", False), ("b", "2026-12-05T10:00:00Z", False)]
+    assert "gathered_at" not in hostvars["b"]["sglang_dflash_fleet_rows"][0]  # the host's own row is not changed
+
+
+def test_fleet_rows_from_the_fact_cache_read_no_fresh_row():
+    # The cache's row (its host's last gather), never this run's variables; a host the cache has no row for is unknown.
+    cached = dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gathered_at="2026-12-01T08:00:00Z", from_cache=False,
+                  gateway={"worker_url": "http://10.0.0.5:30000", "states": [], "summary": ""})
+    hostvars = {"b": {"ansible_facts": {"sglang_fleet_cached_rows": [cached]},
+                      "sglang_dflash_fleet_rows": [fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")]},
+                "a": {"sglang_fleet_reached": True,
+                      "sglang_dflash_fleet_rows": [fleet_row("a", FACTS, PLAN, "DFLASH")]}}
+    rows = fleet_rows(hostvars, ["b", "a"], [{"item": "http://gw:30180", "status": 200, "json": {"workers": []}}],
+                      from_cache=True, now="2026-12-05T10:00:00Z")
+    assert [(r["host"], r["status"], r["from_cache"], r["gathered_at"]) for r in rows] == [
+        ("a", "unknown", True, None), ("b", "ready", True, "2026-12-01T08:00:00Z")]
+    assert "fact cache" in rows[0]["reasons"][0] and rows[0]["facts"] is None
+    assert rows[1]["gateway"] == cached["gateway"]  # as read at the gather, not looked up again
+    assert dict(rows[1], from_cache=False) == cached
 
 
 @pytest.mark.parametrize("workers, state", [
