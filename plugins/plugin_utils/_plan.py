@@ -242,7 +242,8 @@ def _gpu_problems(facts, settings, unit_id):
     if missing_units:
         problems.append("sglang_dflash_stop_units: %s do(es) not exist on this host" % ", ".join(missing_units))
     indexes, source = own_gpus(facts, settings)
-    problems.extend(overlapping_services(facts, unit_id, indexes, source, stop_units))
+    if settings.get("require_free_gpus"):
+        problems.extend(overlapping_services(facts, unit_id, indexes, source, stop_units))
     gpus = facts.get("gpus") or {}
     if settings.get("require_free_gpus") and gpus.get("nvidia_smi") == "present":
         # A sibling service on other GPUs is no holder; a process of any other unit on this service's GPUs is.

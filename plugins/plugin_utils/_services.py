@@ -103,7 +103,8 @@ def overlapping_services(facts, unit_id, indexes, source, stop_units):
             continue
         problems.append(
             "%s (%s%s) and %s (%s%s) share %s: give each service its own GPUs (CUDA_VISIBLE_DEVICES in its unit or "
-            "its entry's environment), or add %s to sglang_dflash_stop_units" % (
+            "its entry's environment), add %s to sglang_dflash_stop_units, "
+            "or set sglang_dflash_require_free_gpus=false" % (
                 unit_id, gpus_text(indexes), " from %s" % source if source else "", other["unit"], gpus_text(theirs),
                 " from %s" % other["gpus"]["source"] if (other.get("gpus") or {}).get("source") else "",
                 gpus_text(shared), other["unit"]))

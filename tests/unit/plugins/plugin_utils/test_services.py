@@ -38,6 +38,8 @@ def test_a_sibling_sharing_gpus_is_refused_naming_both():
     errors = deployment_plan(facts, SETTINGS)["errors"]
     assert any("sglang-qwen.service (GPUs 0,1,2,3 from CUDA_VISIBLE_DEVICES) and sglang@c.service (GPUs 3,4 from "
                "CUDA_VISIBLE_DEVICES) share GPU 3" in e for e in errors), errors
+    # Opted out of the GPU checks, as for any holder.
+    assert deployment_plan(facts, dict(SETTINGS, require_free_gpus=False))["errors"] == []
     # Its process on GPU 3 is also a holder of this service's GPUs.
     assert any(e.startswith("GPUs 0,1,2,3 of sglang-qwen.service are held by processes the deployment would not "
                             "stop: GPU 3 pid 11 (python3, sglang@c.service") for e in errors), errors
