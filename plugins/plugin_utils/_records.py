@@ -262,4 +262,3 @@ def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
             row.update(gathered_at=now, from_cache=False)
             rows.append(row)
     return rows
-

@@ -66,8 +66,9 @@ def relabel(problems, labels):
 
 
 def gpus_text(indexes):
-    return "every GPU" if indexes is None else "GPU%s %s" % ("s" if len(indexes) != 1 else "",
-                                                            ",".join(str(i) for i in indexes))
+    if indexes is None:
+        return "every GPU"
+    return "GPU%s %s" % ("s" if len(indexes) != 1 else "", ",".join(str(i) for i in indexes))
 
 
 def own_gpus(facts, settings):
