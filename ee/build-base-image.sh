@@ -10,10 +10,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF=${CONTAINERS_CONF:-$here/../tests/containers/containers.conf}
 image=${GPUFLEET_EE_BASE_IMAGE:-localhost/gpufleet-ee-base:bookworm}
 packages=python3,python3-pip,python3-venv,openssh-client,ca-certificates
-recipe=$(sha256sum "$0" | cut -c1-16)
+recipe=$(cat "$0" "$here/../tests/containers/debian-rootfs.sh" | sha256sum | cut -c1-16)
+# shellcheck source=tests/containers/debian-rootfs.sh
+. "$here/../tests/containers/debian-rootfs.sh"
 
-if podman image exists "$image" &&
-   [ "$(podman image inspect "$image" --format '{{index .Labels "gpufleet.recipe"}}')" = "$recipe" ]; then
+if image_is_current "$image" "$recipe"; then
   echo "image $image is up to date ($recipe)"
   exit 0
 fi
@@ -21,15 +22,7 @@ for tool in debootstrap podman; do
   command -v "$tool" >/dev/null || { echo "ee: $tool is missing (scripts/setup.sh installs it)" >&2; exit 1; }
 done
 
-# The Debian mirror this machine already uses (deb822 or one-line sources), as tests/containers/build-image.sh.
-mirror=$( (grep -shoE '^(URIs:|deb) +https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/* || true) |
-         head -n1 | awk '{print $2}')
-mirror=${mirror:-http://deb.debian.org/debian}
-
-rootfs=$(mktemp -d)
-trap 'rm -rf "$rootfs"' EXIT
-echo "debootstrap bookworm from $mirror"
-debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror" >/dev/null
+debootstrap_rootfs "$packages"
 # ansible-builder's scripts call "$PKGMGR install -y PKG..." (the system packages bindep lists) and
 # "$PKGMGR clean all"; they expect dnf. This is their package manager on Debian (the definition's
 # options.package_manager_path).
