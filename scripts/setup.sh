@@ -28,6 +28,18 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# The execution environment's tools (scripts/ee.sh: ansible-builder, ansible-navigator) in a venv of their
+# own: they bring their own ansible-runner, ansible-lint and black, which the project venv does not need.
+ee_tools=.cache/ee-tools
+want=$(sha256sum ee/requirements-tools.txt | cut -d' ' -f1)
+if [ "$(cat "$ee_tools/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
+  echo "setup: ansible-builder and ansible-navigator in $ee_tools"
+  rm -rf "$ee_tools"
+  python3 -m venv "$ee_tools"
+  "$ee_tools/bin/pip" install -q --disable-pip-version-check -r ee/requirements-tools.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
+  echo "$want" > "$ee_tools/.requirements.sha256"
+fi
+
 # One venv per other ansible-core release that requires_ansible claims (tests/sanity/ansible-core-matrix.txt),
 # with the project's pytest: `scripts/test.sh versions` runs ansible-test sanity and the unit tests in each.
 pytest_pin=$(grep -o '^pytest==[0-9.]*' requirements-dev.txt)

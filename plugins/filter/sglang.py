@@ -69,9 +69,10 @@ def sglang_server_info_diff(info, expected):
     return _checks.confirm_server_info(info or {}, expected or {})
 
 
-def sglang_gpu_holders(gpus, allowed_units):
-    """The GPU processes of units other than allowed_units, described for a message."""
-    return _checks.gpu_holders(dict(gpus or {}), set(unit_name(u) for u in allowed_units or []))
+def sglang_gpu_holders(gpus, allowed_units, gpu_indexes=None):
+    """The GPU processes of units other than allowed_units (on gpu_indexes only, when given), for a message."""
+    return _checks.gpu_holders(dict(gpus or {}), set(unit_name(u) for u in allowed_units or []),
+                               None if gpu_indexes is None else [int(i) for i in gpu_indexes])
 
 
 def sglang_speed_verdict(after, before=None, min_accept_length=None, min_speedup=None):

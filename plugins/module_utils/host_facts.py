@@ -29,10 +29,17 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
+from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import (
+    discover,
+    is_pattern,
+    managed_paths,
+    select,
+    unit_environment,
+)
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import SearchError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.run import run_search
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service, split_environment
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service
 
 # Variables of the service that change which sglang its interpreter imports; secrets are not read.
 PYTHON_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH",
@@ -42,23 +49,7 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 def service_python_environment(unit):
     """PYTHON* variables (and PATH) the service gets from Environment= and EnvironmentFile=."""
-    env = {}
-    for entry in unit.get("environment_files") or []:
-        try:
-            with open(entry["path"]) as handle:
-                for line in handle:
-                    line = line.strip()
-                    if line.startswith("export "):
-                        line = line[len("export "):]
-                    for key, value in split_environment(line):
-                        if key in PYTHON_ENVIRONMENT:
-                            env[key] = value
-        except (OSError, UnicodeDecodeError):
-            continue
-    for key, value in unit.get("environment") or []:
-        if key in PYTHON_ENVIRONMENT:
-            env[key] = value
-    return env
+    return unit_environment(unit, PYTHON_ENVIRONMENT)
 
 
 def read_json_file(path):
@@ -150,101 +141,216 @@ def operator_files(unit, managed_env_file):
 
 
 def gather(params, check_mode):
+    """The facts of one service (params["service"]), or of every service params["services"] selects.
+
+    With `services`: {services: [the facts of one service, each as without it], sglang_units, gpus, problems}.
+    Each service's facts also carry the host's map of SGLang units (sglang_units), its own entry there
+    (service), the entry of `services` that selected it (selected_by), every selected unit and its
+    managed_paths.
+    """
     started = time.monotonic()
-    problems = []
-    facts = {"problems": problems}
-    service = params["service"]
-    launchers = list(params["launcher_modules"])
-    try:
-        unit = read_service(service, launchers, run_systemctl, params.get("managed_dropin"))
-    except UnitError as exc:
-        unit = {"name": service, "exists": False, "error": str(exc)}
-        problems.append(str(exc))
-    if unit.get("exists") and not unit.get("managed_by_us"):
-        unit["operator_files"] = operator_files(unit, params.get("managed_env_file"))
-    facts["unit"] = unit
-    if unit.get("exists") and unit.get("error") and not params.get("python"):
-        problems.append(unit["error"] + "; or set sglang_dflash_python")
+    run = _Run(params, check_mode)
+    if not params.get("services"):
+        unit = run.read_unit(params["service"])
+        facts = run.service_facts(params, unit)
+        facts["sglang_units"] = run.discover([unit])
+        facts["service"] = _own_entry(facts)
+        facts["elapsed_s"] = round(time.monotonic() - started, 3)
+        return facts
+    entries = params["services"]
+    named = dict((unit_name(e["name"]), run.read_unit(e["name"])) for e in entries
+                 if e.get("name") and not is_pattern(e["name"]))
+    sglang_units = run.discover(list(named.values()))
+    chosen, problems = select(entries, sglang_units)
+    selected = [name for _index, name in chosen]
+    services = []
+    for index, name in chosen:
+        entry = entries[index]
+        unit = named.get(name) or run.units.get(name) or run.read_unit(name)
+        paths = managed_paths(unit.get("id") or name, params.get("managed_env_dir"), params.get("managed_unit_dir"),
+                              params.get("rollout_record_dir"))
+        service_params = dict(params, service=name, managed_env_file=paths["env_file"],
+                              managed_unit_file=paths["unit_file"], rollout_record=paths["rollout_record"])
+        service_params.update((k, entry[k]) for k in ("python", "model_path", "draft_model_path") if entry.get(k))
+        facts = run.service_facts(service_params, unit)
+        facts.update(sglang_units=sglang_units, selected_by=index, selected_units=selected, managed_paths=paths)
+        facts["service"] = _own_entry(facts)
+        services.append(facts)
+    for index, entry in enumerate(entries):
+        if is_pattern(entry.get("name")) and index not in [i for i, _name in chosen]:
+            # A pattern that selects nothing is a row of its own that the plan refuses, with the reason.
+            problem = next(p for p in problems if "entry %d " % (index + 1) in p)
+            services.append(dict(run.host, unit={"name": entry["name"], "exists": False, "error": problem},
+                                 problems=[problem], selected_by=index, selected_units=selected,
+                                 sglang_units=sglang_units, service=None))
+    return {"services": services, "sglang_units": sglang_units, "gpus": run.host["gpus"], "problems": problems,
+            "elapsed_s": round(time.monotonic() - started, 3)}
 
-    command = unit.get("command") or {}
-    python = params.get("python") or command.get("python")
-    facts["python"] = python
-    facts["python_from"] = "sglang_dflash_python" if params.get("python") else ("ExecStart" if python else None)
-    if not python and not unit.get("error"):
-        problems.append("no interpreter: %s has no unit to read ExecStart from; set sglang_dflash_python"
-                        % unit.get("name", service))
-    environment = service_python_environment(unit)
-    facts["service_python_environment"] = sorted(environment)
 
-    facts["package"] = None
-    if python:
+def _own_entry(facts):
+    """The service's entry in the host's map (port, GPUs); None for a unit that does not run SGLang (yet)."""
+    unit_id = (facts.get("unit") or {}).get("id")
+    return next((s for s in facts.get("sglang_units") or [] if s["unit"] == unit_id), None)
+
+
+class _Run(object):
+    """One module run: the host's parts read once, and each interpreter's release read once."""
+
+    def __init__(self, params, check_mode):
+        self.params = params
+        self.check_mode = check_mode
+        self.units = {}
+        self.packages = {}
+        self.releases = {}
+        gpus = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"])
+        self.host = {"gpus": gpus, "related_units": unit_states(params.get("related_units") or [])}
+        if params.get("user"):
+            try:
+                pwd.getpwnam(params["user"])
+                self.host["user_exists"] = True
+            except KeyError:
+                self.host["user_exists"] = False
+
+    def read_unit(self, service):
         try:
-            facts["package"] = python_package.resolve_package(python, "sglang", environment, params["timeout"])
-        except python_package.PackageInfoError as exc:
-            problems.append("%s (the interpreter came from %s)" % (exc, facts["python_from"]))
-    package = facts["package"] or {}
-    if package.get("dist_info"):
-        # Changes with every install of the package, same version or not: the host's state compares it.
-        package["record_sha256"] = file_digest(os.path.join(package["dist_info"], "RECORD"))
-    if facts["package"] and package.get("install") == "missing":
-        problems.append("sglang is not installed for %s; set sglang_dflash_python to the interpreter that has it"
-                        % python)
+            unit = read_service(service, list(self.params["launcher_modules"]), run_systemctl,
+                                self.params.get("managed_dropin"))
+        except UnitError as exc:
+            return {"name": service, "exists": False, "error": str(exc), "read_failed": True}
+        self.units[unit["id"]] = unit
+        return unit
 
-    facts["entry_point"] = entry_point(package, python) if facts["package"] else None
+    def discover(self, units):
+        """The host's SGLang units (sglang_services.discover), each with the release its interpreter has."""
+        known = dict((u["id"], u) for u in units if u.get("id"))
+        found = discover(list(self.params["launcher_modules"]), run_systemctl, self.params.get("managed_dropin"),
+                         self.host["gpus"], known)
+        out = []
+        for entry, unit in found:
+            self.units.setdefault(entry["unit"], unit)
+            package = self.package(entry["python"], service_python_environment(unit)) if entry["python"] else None
+            entry["version"] = (package or {}).get("version")
+            out.append(entry)
+        return out
 
-    facts["implementation"] = None
-    roots = package.get("search_roots") or []
-    if roots:
-        try:
-            found = run_search(dict(
-                paths=roots, terms=list(params["search_terms"]), patterns=[], match="identifier",
-                case_sensitive=False, include=["*.py"], exclude=["tests", "test", "__pycache__", ".git"],
-                context=0, definitions=True, max_files=50, max_hits_per_file=3, max_total_hits=100,
-                max_filesize=10 * 1024 * 1024, backend="auto", rg_path=None, cache=params.get("cache")), check_mode)
-            definitions = sorted(found["definitions"], key=lambda d: (d["kind"], d["path"], d["line"]))
-            facts["implementation"] = {
-                "missing_terms": found["missing_terms"], "definitions": definitions[:30],
-                "definitions_total": len(definitions), "backend": found["backend"], "cached": found["cached"],
-                "elapsed_s": found["elapsed_s"]}
-        except SearchError as exc:
-            problems.append("searching %s: %s" % (", ".join(roots), exc))
+    def package(self, python, environment):
+        """python_package.resolve_package, once per interpreter and environment; None when it fails."""
+        key = (python, tuple(sorted(environment.items())))
+        if key not in self.packages:
+            try:
+                self.packages[key] = python_package.resolve_package(python, "sglang", environment,
+                                                                    self.params["timeout"])
+            except python_package.PackageInfoError as exc:
+                self.packages[key] = exc
+        return self.packages[key] if not isinstance(self.packages[key], Exception) else None
 
-    facts["flags"] = None
-    facts["capabilities"] = None
-    if facts["package"] and package.get("install") != "missing":
-        try:
-            flags = cli_flags.discover(dict(
-                argv=[python, "-m", "sglang.launch_server", "--help"], method=params["flags_method"],
-                source_dir=None, timeout=params["help_timeout"], environment=environment,
-                cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes"),
-                package=facts["package"]), check_mode)
-            facts["flags"] = {
-                "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
-                "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),
-                "warnings": flags.get("warnings") or [], "elapsed_s": flags["elapsed_s"], "list": flags["flags"]}
-            facts["capabilities"] = flags["capabilities"]
-        except cli_flags.FlagsError as exc:
-            problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))
-    facts["algorithms"] = supported_algorithms(
-        facts["capabilities"], (facts["implementation"] or {}).get("definitions") or []) \
-        if facts["capabilities"] else []
+    def service_facts(self, params, unit):
+        problems = []
+        facts = {"problems": problems}
+        service = params["service"]
+        if unit.pop("read_failed", False):
+            problems.append(unit["error"])
+        if unit.get("exists") and not unit.get("managed_by_us"):
+            unit["operator_files"] = operator_files(unit, params.get("managed_env_file"))
+        facts["unit"] = unit
+        if unit.get("exists") and unit.get("error") and not params.get("python"):
+            problems.append(unit["error"] + "; or set sglang_dflash_python")
 
-    facts["gpus"] = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"])
+        command = unit.get("command") or {}
+        python = params.get("python") or command.get("python")
+        facts["python"] = python
+        facts["python_from"] = "sglang_dflash_python" if params.get("python") else ("ExecStart" if python else None)
+        if not python and not unit.get("error"):
+            problems.append("no interpreter: %s has no unit to read ExecStart from; set sglang_dflash_python"
+                            % unit.get("name", service))
+        environment = service_python_environment(unit)
+        facts["service_python_environment"] = sorted(environment)
+        if python:
+            self.package(python, environment)
+            failed = self.packages[(python, tuple(sorted(environment.items())))]
+            if isinstance(failed, Exception):
+                problems.append("%s (the interpreter came from %s)" % (failed, facts["python_from"]))
+        release = self.release(python, environment) if python else _NO_RELEASE
+        problems.extend(release["problems"])
+        facts.update((k, v) for k, v in release.items() if k != "problems")
+        facts["gpus"] = self.host["gpus"]
 
-    paths = {"model_path": params.get("model_path") or command_model_path(command),
-             "draft_model_path": params.get("draft_model_path")}
-    for key, path in paths.items():
-        if path:
-            entry = read_json_file(os.path.join(path, "config.json"))
-            entry["dir_exists"] = os.path.isdir(path)
-            facts[key.replace("_path", "")] = entry
-    if params.get("user"):
-        try:
-            pwd.getpwnam(params["user"])
-            facts["user_exists"] = True
-        except KeyError:
-            facts["user_exists"] = False
-    facts["related_units"] = unit_states(params.get("related_units") or [])
+        paths = {"model_path": params.get("model_path") or command_model_path(command),
+                 "draft_model_path": params.get("draft_model_path")}
+        for key, path in paths.items():
+            if path:
+                entry = read_json_file(os.path.join(path, "config.json"))
+                entry["dir_exists"] = os.path.isdir(path)
+                facts[key.replace("_path", "")] = entry
+        facts.update((k, v) for k, v in self.host.items() if k != "gpus")
+        _managed_files(facts, params)
+        return facts
+
+    def release(self, python, environment):
+        """package, entry_point, implementation, flags, capabilities, algorithms of one interpreter."""
+        key = (python, tuple(sorted(environment.items())))
+        if key in self.releases:
+            return self.releases[key]
+        params, check_mode = self.params, self.check_mode
+        problems = []
+        release = dict(_NO_RELEASE, problems=problems, package=self.package(python, environment))
+        self.releases[key] = release
+        package = release["package"] or {}
+        if package.get("dist_info"):
+            # Changes with every install of the package, same version or not: the host's state compares it.
+            package["record_sha256"] = file_digest(os.path.join(package["dist_info"], "RECORD"))
+        if release["package"] and package.get("install") == "missing":
+            problems.append("sglang is not installed for %s; set sglang_dflash_python to the interpreter that has it"
+                            % python)
+
+        release["entry_point"] = entry_point(package, python) if release["package"] else None
+
+        release["implementation"] = None
+        roots = package.get("search_roots") or []
+        if roots:
+            try:
+                found = run_search(dict(
+                    paths=roots, terms=list(params["search_terms"]), patterns=[], match="identifier",
+                    case_sensitive=False, include=["*.py"], exclude=["tests", "test", "__pycache__", ".git"],
+                    context=0, definitions=True, max_files=50, max_hits_per_file=3, max_total_hits=100,
+                    max_filesize=10 * 1024 * 1024, backend="auto", rg_path=None, cache=params.get("cache")), check_mode)
+                definitions = sorted(found["definitions"], key=lambda d: (d["kind"], d["path"], d["line"]))
+                release["implementation"] = {
+                    "missing_terms": found["missing_terms"], "definitions": definitions[:30],
+                    "definitions_total": len(definitions), "backend": found["backend"], "cached": found["cached"],
+                    "elapsed_s": found["elapsed_s"]}
+            except SearchError as exc:
+                problems.append("searching %s: %s" % (", ".join(roots), exc))
+
+        release["flags"] = None
+        release["capabilities"] = None
+        if release["package"] and package.get("install") != "missing":
+            try:
+                flags = cli_flags.discover(dict(
+                    argv=[python, "-m", "sglang.launch_server", "--help"], method=params["flags_method"],
+                    source_dir=None, timeout=params["help_timeout"], environment=environment,
+                    cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes"),
+                    package=release["package"]), check_mode)
+                release["flags"] = {
+                    "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
+                    "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),
+                    "warnings": flags.get("warnings") or [], "elapsed_s": flags["elapsed_s"], "list": flags["flags"]}
+                release["capabilities"] = flags["capabilities"]
+            except cli_flags.FlagsError as exc:
+                problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))
+        release["algorithms"] = supported_algorithms(
+            release["capabilities"], (release["implementation"] or {}).get("definitions") or []) \
+            if release["capabilities"] else []
+
+        return release
+
+
+_NO_RELEASE = {"problems": [], "package": None, "entry_point": None, "implementation": None, "flags": None,
+               "capabilities": None, "algorithms": []}
+
+
+def _managed_files(facts, params):
+    """This collection's own files of the service: the environment file (digest), the switch record, a unit of ours."""
     env_file = params.get("managed_env_file")
     if env_file:
         facts["managed_env_file"] = {"path": env_file, "exists": os.path.isfile(env_file),
@@ -261,5 +367,3 @@ def gather(params, check_mode):
             with open(unit_file) as handle:
                 content = handle.read()
         facts["managed_unit_file"] = {"path": unit_file, "exists": exists, "content": content}
-    facts["elapsed_s"] = round(time.monotonic() - started, 3)
-    return facts

@@ -27,9 +27,31 @@ author:
   - gpufleet.sglang contributors (@gpufleet)
 options:
   service:
-    description: Name of the SGLang unit (with or without C(.service)).
+    description:
+      - Name of the SGLang unit (with or without C(.service)).
+      - Ignored when O(services) is set.
     type: str
     default: sglang
+  services:
+    description:
+      - Several SGLang services of the host, read in one run; each entry a dict with C(name) (a unit, which need
+        not exist yet, or a glob over the host's SGLang units such as C(sglang@*)) and optionally its own
+        C(python), C(model_path) and C(draft_model_path).
+      - A unit named exactly wins over a pattern; among patterns the first wins. Units are returned in the
+        order of the entries, the matches of a pattern sorted.
+      - The paths of this collection's files for each service come from O(managed_env_dir),
+        O(managed_unit_dir) and O(rollout_record_dir).
+    type: list
+    elements: dict
+  managed_env_dir:
+    description: With O(services), the directory of this collection's environment files (C(UNIT.env)).
+    type: path
+  managed_unit_dir:
+    description: With O(services), the directory of the unit files this collection writes for new services.
+    type: path
+  rollout_record_dir:
+    description: With O(services), the directory of the switch records (C(UNIT.last-rollout.json)).
+    type: path
   python:
     description: Interpreter that runs SGLang; by default the one behind the unit's ExecStart.
     type: path
@@ -120,6 +142,16 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Both replicas of an 8-GPU box (a plain unit and the instances of a template)
+  gpufleet.sglang.sglang_facts:
+    services:
+      - name: sglang-qwen-a
+      - name: "sglang@*"
+        draft_model_path: /models/Qwen3.6-27B-DFlash
+    managed_env_dir: /etc/sglang
+    rollout_record_dir: /var/lib/gpufleet-sglang
+  register: box
+
 - name: What runs the hand-written sglang-qwen service, and can it do DFlash?
   gpufleet.sglang.sglang_facts:
     service: sglang-qwen
@@ -133,6 +165,30 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+services:
+  description:
+    - With O(services), the facts of each selected service, each with the keys below (as without O(services)),
+      and C(selected_by) (the index of the entry of O(services) that selected it), C(selected_units),
+      C(managed_paths) (C(env_file), C(unit_file), C(rollout_record)).
+    - A pattern that selects nothing is an entry with C(unit.exists=false) and the reason in C(problems).
+  returned: when O(services) is set
+  type: list
+  elements: dict
+sglang_units:
+  description:
+    - Every loaded service unit of the host whose ExecStart runs SGLang, sorted by name, each with C(unit),
+      C(template) (C(sglang@.service) for an instance), C(active_state), C(unit_file_state), C(main_pid),
+      C(python), C(version) (of sglang in that interpreter), C(port) (its last C(--port) with specifiers and
+      variables expanded; SGLang's default 30000 without one; null when not a number) and C(gpus).
+    - C(gpus) has C(indexes) (from C(CUDA_VISIBLE_DEVICES) in its Environment= or EnvironmentFile=, else the
+      GPUs its processes hold, else null - the server sees every GPU), C(source) and C(problem).
+  returned: always
+  type: list
+  elements: dict
+service:
+  description: The service's own entry of RV(sglang_units); null when the unit does not run SGLang (yet).
+  returned: always, except in RV(services)' pattern entries
+  type: dict
 unit:
   description:
     - The service as systemd sees it. C(exists), C(id), C(fragment_path), C(dropin_paths), C(active_state),
@@ -241,6 +297,10 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             service=dict(type="str", default="sglang"),
+            services=dict(type="list", elements="dict"),
+            managed_env_dir=dict(type="path"),
+            managed_unit_dir=dict(type="path"),
+            rollout_record_dir=dict(type="path"),
             python=dict(type="path"),
             launcher_modules=dict(type="list", elements="str", default=["sglang.launch_server"]),
             managed_dropin=dict(type="str"),
@@ -265,9 +325,11 @@ def main():
     for option in ("timeout", "help_timeout", "max_output_bytes"):
         if module.params[option] <= 0:
             module.fail_json(msg="host %s: %s must be greater than 0, not %s" % (host, option, module.params[option]))
-    if not module.params["service"] or "/" in module.params["service"]:
-        module.fail_json(msg="host %s: service %r is not a unit name such as sglang-qwen"
-                             % (host, module.params["service"]))
+    names = [entry.get("name") for entry in module.params["services"] or []] or [module.params["service"]]
+    for name in names:
+        if not name or not isinstance(name, str) or "/" in name:
+            module.fail_json(msg="host %s: service %r is not a unit name such as sglang-qwen or a pattern such as "
+                                 "sglang@* (each entry of services needs a name)" % (host, name))
     module.exit_json(changed=False, **gather(module.params, module.check_mode))
 
 

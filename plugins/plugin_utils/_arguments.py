@@ -142,7 +142,8 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
     """New server arguments for this release.
 
     settings: model_path, host, port, tp_size (None: keep / install default), algorithm,
-      draft_model_path, block_size, draft_window_size, extra_args (argv tokens).
+      draft_model_path, block_size, draft_window_size, extra_args (argv tokens); expanded_port: the port the
+      running command's --port expands to, when it names a variable or a specifier.
     current: None (install) or {"args": [Word], "context": "systemd" | "shell"} (switch).
     Returns {mode, errors, args, args_raw, changes, secret_env, expected_server_info, flag_names,
     capabilities, port}. args_raw is None when there are errors.
@@ -175,6 +176,10 @@ def plan_arguments(flags, settings, current=None, extra_algorithms=()):
         return result
     result["changes"] = composed["changes"]
     port = _last_value(composed["args"], index, names.get("port") or "--port")
+    if port is not None and not port.isdigit() and settings.get("expanded_port"):
+        # The operator's own --port ${PORT} (or %i), kept: where systemd expands it (the facts read the unit's
+        # environment the same way).
+        port = str(settings["expanded_port"])
     if port is not None and not port.isdigit():
         errors.append("cannot tell the server's port from --port %s (expanded when the service starts); "
                       "set sglang_dflash_port" % port)

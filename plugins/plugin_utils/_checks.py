@@ -86,11 +86,13 @@ def drafter_problems(config, requested_block_size, target_config=None):
     return problems, block
 
 
-def gpu_holders(gpus, allowed_units):
-    """GPU processes owned by none of allowed_units, described for a message."""
+def gpu_holders(gpus, allowed_units, gpu_indexes=None):
+    """GPU processes owned by none of allowed_units (on gpu_indexes only; None: every GPU), described for a message."""
     out = []
     for proc in (gpus or {}).get("processes") or []:
         if proc.get("unit") in allowed_units:
+            continue
+        if gpu_indexes is not None and proc.get("gpu_index") not in gpu_indexes:
             continue
         owner = proc.get("unit") or {"process gone": "exited meanwhile"}.get(proc.get("unit_source"), "no unit")
         out.append("GPU %s pid %s (%s, %s, %s MiB)" % (

@@ -105,49 +105,58 @@ def rollout_stopped(hostvars, hosts, max_fail_percentage=0):
 
 
 def rollout_summary(hostvars, hosts):
-    """Lines per host after a rollout: its state; for a switched host the unit, mode, release, health
-    and the argument changes."""
+    """Lines per host after a rollout: its state; for each switched service the unit, mode, release, health
+    and the argument changes (a host with several services: the ones done before a failure too)."""
     lines = []
     for host in hosts:
         hv = hostvars[host]
-        r = hv.get("sglang_dflash_result")
-        if not r:
-            outcome = hv.get("sglang_dflash_outcome") or {}
-            if outcome.get("state") == "failed":
-                lines.append("%s: FAILED: %s" % (host, outcome.get("reason", "")[:400]))
-            elif outcome.get("state") == "not started":
-                lines.append("%s: not started, left as it was: %s" % (host, outcome.get("reason")))
-            else:
-                lines.append("%s: not reached (unreachable, or the play ended before it)" % host)
+        results = hv.get("sglang_dflash_results") or ([hv["sglang_dflash_result"]] if hv.get("sglang_dflash_result")
+                                                      else [])
+        for r in results:
+            lines.extend(_service_lines(host, r))
+        if hv.get("sglang_dflash_result"):
             continue
-        healthy = "healthy=%s" % r["healthy"]
-        if r.get("time_to_healthy_s") is not None:
-            healthy += ", healthy %ss after the server started" % r["time_to_healthy_s"]
-        changes = r.get("changes") or {}
-        check = " (check mode)" if r.get("check_mode") else ""
-        if r["mode"] == "revert":
-            lines.append("%s: %s (revert) sglang %s: %s%s, %s" % (
-                host, r["unit"], r["release"], ("back to the operator's command (%s)" % (
-                    r["algorithm"] or "no speculative decoding")) if r["changed"] else "not switched, unchanged",
-                check, healthy if r["changed"] else "left as it is"))
-            lines.append("  removed: %s" % ("  ".join(changes.get("removed") or []) or "-"))
+        outcome = hv.get("sglang_dflash_outcome") or {}
+        if outcome.get("state") == "failed":
+            lines.append("%s: FAILED: %s" % (host, outcome.get("reason", "")[:400]))
+        elif outcome.get("state") == "not started":
+            lines.append("%s: not started, left as it was: %s" % (host, outcome.get("reason")))
         else:
-            lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
-                host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",
-                check, healthy)]
-            lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
-                      for kind in ("removed", "added", "overridden")]
-            lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
-        if r.get("fallback"):
-            lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
-        traffic = r.get("traffic") or {}
-        if traffic.get("out_of_rotation_s") not in (None, ""):
-            lines.append("  rotation: out of %s for %ss; drained %s request(s) in %ss" % (
-                ", ".join(traffic.get("gateways") or []) or "the operator's balancer", traffic["out_of_rotation_s"],
-                _or_dash(traffic.get("drained_requests")), _or_dash(traffic.get("drain_s"))))
-        if (r.get("speed") or {}).get("summary"):
-            speed = r["speed"]
-            lines.append("  speed: %s%s" % (speed["summary"], "".join("; " + n for n in speed.get("notes") or [])))
+            lines.append("%s: not reached (unreachable, or the play ended before it)" % host)
+    return lines
+
+
+def _service_lines(host, r):
+    """The summary lines of one service the rollout switched (or reverted, or left unchanged)."""
+    lines = []
+    healthy = "healthy=%s" % r["healthy"]
+    if r.get("time_to_healthy_s") is not None:
+        healthy += ", healthy %ss after the server started" % r["time_to_healthy_s"]
+    changes = r.get("changes") or {}
+    check = " (check mode)" if r.get("check_mode") else ""
+    if r["mode"] == "revert":
+        lines.append("%s: %s (revert) sglang %s: %s%s, %s" % (
+            host, r["unit"], r["release"], ("back to the operator's command (%s)" % (
+                r["algorithm"] or "no speculative decoding")) if r["changed"] else "not switched, unchanged",
+            check, healthy if r["changed"] else "left as it is"))
+        lines.append("  removed: %s" % ("  ".join(changes.get("removed") or []) or "-"))
+    else:
+        lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
+            host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",
+            check, healthy)]
+        lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
+                  for kind in ("removed", "added", "overridden")]
+        lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
+    if r.get("fallback"):
+        lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
+    traffic = r.get("traffic") or {}
+    if traffic.get("out_of_rotation_s") not in (None, ""):
+        lines.append("  rotation: out of %s for %ss; drained %s request(s) in %ss" % (
+            ", ".join(traffic.get("gateways") or []) or "the operator's balancer", traffic["out_of_rotation_s"],
+            _or_dash(traffic.get("drained_requests")), _or_dash(traffic.get("drain_s"))))
+    if (r.get("speed") or {}).get("summary"):
+        speed = r["speed"]
+        lines.append("  speed: %s%s" % (speed["summary"], "".join("; " + n for n in speed.get("notes") or [])))
     return lines
 
 

@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit impor
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import gpu_holders, host_drafter_problems
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import gpus_text, overlapping_services, own_gpus
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import normalize_settings
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import (
     environment_file_content,
@@ -143,6 +144,9 @@ def _decide(facts, raw_settings):
     unit = facts.get("unit") or {}
     switch = bool(unit.get("exists")) and not unit.get("managed_by_us")
     plan = _empty_plan(unit, settings, switch, errors)
+    # The GPUs this service runs on after the change (None: every GPU): where the GPU checks look.
+    plan["gpus"] = own_gpus(facts, settings)[0]
+    plan["stop_units_now"] = units_to_stop_for(facts, settings, plan["gpus"])
     if switch and unit.get("later_exec_start_dropins"):
         errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
                       "rename them or set sglang_dflash_dropin_name to sort last"
@@ -173,7 +177,8 @@ def _empty_plan(unit, settings, switch, errors):
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
             "old_active": unit.get("active_state") == "active", "settings": settings,
             "algorithm": settings.get("algorithm"), "fallback": None,
-            "stop": stop_plan(unit, settings, install=not switch), "gateway": None}
+            "stop": stop_plan(unit, settings, install=not switch), "gateway": None, "gpus": None,
+            "stop_units_now": []}
 
 
 def _new_arguments(plan, facts, unit, settings, switch):
@@ -187,16 +192,33 @@ def _new_arguments(plan, facts, unit, settings, switch):
                    "context": "shell" if command.get("wrapper") == "shell" else "systemd"}
     args = None
     if flags and (current is not None or not switch):
-        args = plan_arguments(flags, settings, current, facts.get("algorithms") or ())
+        expanded_port = (facts.get("service") or {}).get("port")
+        args = plan_arguments(flags, dict(settings, expanded_port=expanded_port), current,
+                              facts.get("algorithms") or ())
         plan["errors"].extend(args["errors"])
         plan.update(changes=args["changes"], expected_server_info=args["expected_server_info"],
                     flag_names=args["flag_names"], algorithm=args["algorithm"], fallback=args["fallback"])
     if flags and unit.get("command"):
         # Where the service as it runs now answers: the rollback checks it there.
         plan["old_port"], plan["old_health_host"] = listen_address(flags, words_from_pairs(unit["command"]["args"]))
+    if plan["old_port"] is None:
+        # --port ${PORT} or %i: the port as systemd expands it (the facts' map of the host's services).
+        plan["old_port"] = (facts.get("service") or {}).get("port")
     # Where the gateways know this host now (the fleet report reads it even when the host is refused).
     plan["gateway"] = gateway_plan(settings, plan["old_port"], plan["old_port"])
     return args
+
+
+def units_to_stop_for(facts, settings, gpus):
+    """The units to stop before this service starts: those whose processes hold its GPUs, and those that hold no GPU
+    (stopped by the first service that starts). A unit on another service's GPUs waits for that service."""
+    processes = (facts.get("gpus") or {}).get("processes") or []
+    out = []
+    for unit in [unit_name(u) for u in settings.get("stop_units") or []]:
+        held = set(p.get("gpu_index") for p in processes if p.get("unit") == unit)
+        if not held or gpus is None or held & set(gpus):
+            out.append(unit)
+    return out
 
 
 def _host_problems(facts, settings, switch):
@@ -212,20 +234,25 @@ def _host_problems(facts, settings, switch):
 
 
 def _gpu_problems(facts, settings, unit_id):
-    """The units to stop must exist; nothing else may hold the GPUs."""
+    """The units to stop must exist; no other service shares this one's GPUs; nothing else holds them."""
     problems = []
     related = facts.get("related_units") or {}
     stop_units = [unit_name(u) for u in settings.get("stop_units") or []]
     missing_units = [u for u in stop_units if not (related.get(u) or {}).get("exists")]
     if missing_units:
         problems.append("sglang_dflash_stop_units: %s do(es) not exist on this host" % ", ".join(missing_units))
+    indexes, source = own_gpus(facts, settings)
+    if settings.get("require_free_gpus"):
+        problems.extend(overlapping_services(facts, unit_id, indexes, source, stop_units))
     gpus = facts.get("gpus") or {}
     if settings.get("require_free_gpus") and gpus.get("nvidia_smi") == "present":
-        holders = gpu_holders(gpus, set(stop_units + [unit_id]))
+        # A sibling service on other GPUs is no holder; a process of any other unit on this service's GPUs is.
+        holders = gpu_holders(gpus, set(stop_units + [unit_id]), indexes)
         if holders:
-            problems.append("GPUs are held by processes the deployment would not stop: %s; add their units to "
+            which = "GPUs" if indexes is None else "%s of %s" % (gpus_text(indexes), unit_id)
+            problems.append("%s are held by processes the deployment would not stop: %s; add their units to "
                             "sglang_dflash_stop_units, stop them, or set sglang_dflash_require_free_gpus=false"
-                            % "; ".join(holders))
+                            % (which, "; ".join(holders)))
     return problems
 
 

@@ -95,7 +95,8 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
         "files": _written_files(plan) if switched else {},
         "written_options": written_options(((plan.get("files") or {}).get("config") or {}).get("content"))
         if switched else [],
-        "stopped_units": [unit_name(u) for u in settings.get("stop_units") or []]
+        # The units this service's switch stopped (those on its GPUs, or on none), which a revert may start again.
+        "stopped_units": [unit_name(u) for u in plan.get("stop_units_now", settings.get("stop_units")) or []]
         if switched and plan.get("starts_server") else [],
         "traffic": traffic_figures(plan, measurements.get("out_of_rotation_s"), measurements.get("drain")),
         "time": when, "unit": plan.get("unit"), "outcome": outcome, "reason": reason,
@@ -164,10 +165,32 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
                 "gateway": None, "switch": None}
     shown = dict((k, v) for k, v in facts.items() if k not in _FACTS_NOT_IN_ROW)
     shown["flags"] = dict((k, v) for k, v in (facts.get("flags") or {}).items() if k != "list")
-    return {"host": host, "status": "blocked" if plan.get("errors") else "ready",
+    service = facts.get("service") or {}
+    # The algorithm asked of this service (an entry of sglang_dflash_services may ask another).
+    algorithm = (plan.get("settings") or {}).get("algorithm") or algorithm
+    return {"host": host, "unit": plan.get("unit"), "port": service.get("port"),
+            "gpus": (service.get("gpus") or {}).get("indexes"), "gpu_map": gpu_map(facts),
+            "status": "blocked" if plan.get("errors") else "ready",
             "reasons": list(plan.get("errors") or []), "algorithm": algorithm, "mode": plan.get("mode"),
             "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),
             "switch": plan.get("switch_state") or switch_state(facts, plan), "facts": shown}
+
+
+def gpu_map(facts):
+    """[{index, name, services, holders}] of the host's GPUs: the SGLang services given each GPU (by
+    CUDA_VISIBLE_DEVICES, or holding it; a service that is given none sees every GPU) and the units whose
+    processes hold it."""
+    gpus = (facts.get("gpus") or {}).get("gpus") or []
+    processes = (facts.get("gpus") or {}).get("processes") or []
+    out = []
+    for gpu in gpus:
+        index = gpu.get("index")
+        services = [s["unit"] for s in facts.get("sglang_units") or []
+                    if (s.get("gpus") or {}).get("indexes") is None or index in s["gpus"]["indexes"]]
+        holders = sorted(set(p.get("unit") or "pid %s" % p.get("pid")
+                             for p in processes if p.get("gpu_index") == index))
+        out.append({"index": index, "name": gpu.get("name"), "services": services, "holders": holders})
+    return out
 
 
 def gateway_workers(reads):
@@ -205,13 +228,13 @@ def gateway_state(gateway, workers_by_gateway):
 
 
 def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
-    """One report row per host, sorted by host.
+    """One report row per service, sorted by host (a host's services in the order they were selected).
 
-    This run's rows (from_cache false): each host's sglang_dflash_fleet_row with its place in its gateways (their GET
-    /workers answers), or fleet_row without facts (failed when the host was in this run, sglang_fleet_reached;
-    unreachable when it was not); each row carries gathered_at (now).
-    From Ansible's fact cache (from_cache true, no host contacted): each host's cached row (sglang_fleet_cached_row,
-    the row of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
+    This run's rows (from_cache false): each host's sglang_dflash_fleet_rows with each service's place in its gateways
+    (their GET /workers answers), or fleet_row without facts (failed when the host was in this run,
+    sglang_fleet_reached; unreachable when it was not); each row carries gathered_at (now).
+    From Ansible's fact cache (from_cache true, no host contacted): each host's cached rows (sglang_fleet_cached_rows,
+    the rows of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
     has none.
     """
     rows = []
@@ -219,25 +242,23 @@ def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
     for host in sorted(hosts):
         hv = hostvars[host]
         if from_cache:
-            cached = (hv.get("ansible_facts") or {}).get("sglang_fleet_cached_row")
-            if cached:
-                row = dict(cached)
-            else:
+            cached = [dict(r) for r in (hv.get("ansible_facts") or {}).get("sglang_fleet_cached_rows") or []]
+            if not cached:
                 row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"))
                 row.update(status="unknown", gathered_at=None,
                            reasons=["no row in Ansible's fact cache (not gathered with fact_caching on, or expired): "
                                     "run playbooks/gather_facts.yml"])
-            row["from_cache"] = True
-            rows.append(row)
+                cached = [row]
+            for row in cached:
+                row["from_cache"] = True
+                rows.append(row)
             continue
-        row = hv.get("sglang_dflash_fleet_row")
-        if row:
-            row = dict(row)
-            row["gateway"] = gateway_state(row.get("gateway"), workers)
-        else:
-            row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
-                            reached=bool(hv.get("sglang_fleet_reached")))
-        row.update(gathered_at=now, from_cache=False)
-        rows.append(row)
+        services = [dict(row, gateway=gateway_state(row.get("gateway"), workers))
+                    for row in hv.get("sglang_dflash_fleet_rows") or []]
+        if not services:
+            services = [fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
+                                  reached=bool(hv.get("sglang_fleet_reached")))]
+        for row in services:
+            row.update(gathered_at=now, from_cache=False)
+            rows.append(row)
     return rows
-

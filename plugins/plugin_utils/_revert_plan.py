@@ -67,7 +67,8 @@ def revert_plan(facts, raw_settings):
             "expected_server_info": {}, "flag_names": {}, "port": None, "health_host": "127.0.0.1",
             "old_port": None, "old_health_host": "127.0.0.1", "env_content": None, "secret_values": [],
             "old_active": unit.get("active_state") == "active", "settings": settings, "algorithm": None,
-            "fallback": None, "stop": {"lines": [], "drains": None, "timeout_s": None, "notes": [], "summary": (
+            "fallback": None, "gpus": None, "stop_units_now": [],
+            "stop": {"lines": [], "drains": None, "timeout_s": None, "notes": [], "summary": (
                 "as the operator's unit says (our stop settings go with our drop-in)")},
             "gateway": None, "restart_units": []}
     if facts.get("failed"):
@@ -117,6 +118,10 @@ def _where_the_servers_answer(plan, facts, unit, our_content, settings):
     ours = [PlainWord(token) for token in written_arguments(our_content)]
     plan["old_port"], plan["old_health_host"] = listen_address(flags, ours) if ours \
         else (plan["port"], plan["health_host"])
+    # --port ${PORT} or %i: the port as systemd expands it (the facts' map of the host's services).
+    expanded = (facts.get("service") or {}).get("port")
+    plan["port"] = expanded if plan["port"] is None else plan["port"]
+    plan["old_port"] = expanded if plan["old_port"] is None else plan["old_port"]
     plan["gateway"] = gateway_plan(settings, plan["old_port"], plan["port"])
 
 

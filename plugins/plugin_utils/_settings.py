@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, relabel
+
 # Role variable -> (lowest, highest) for the integers the role uses; None: no bound.
 INTEGER_SETTINGS = {
     "block_size": (1, 1024), "draft_window_size": (1, None), "port": (1, 65535), "tp_size": (1, 1024),
@@ -33,14 +35,16 @@ def normalize_settings(raw, require_drafter=True):
     """Role variables with the types the plan needs: (settings, problems), each problem naming its variable.
 
     require_drafter: a deployment needs sglang_dflash_draft_model_path; the way back does not.
+    raw["service_entry"]: the entry of sglang_dflash_services that selected this service (None without the list);
+    its settings override the role's, and a problem of one of them names the entry.
     """
-    settings = dict(raw)
-    problems = []
+    raw = dict(raw)
+    settings, problems, labels = apply_service_entry(raw, raw.pop("service_entry", None))
     for convert in (_integers, _floats, _booleans, _nullable_strings, _shapes, _relations):
         problems.extend(convert(settings))
     if not require_drafter:
         problems = [p for p in problems if not p.startswith(DRAFTER_REQUIRED)]
-    return settings, problems
+    return settings, relabel(problems, labels)
 
 
 def _is_unset(value):

@@ -8,23 +8,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF="$here/containers.conf"
 image=${GPUFLEET_IMAGE:-localhost/gpufleet-debian-systemd:bookworm}
 packages=python3,python3-venv,systemd,systemd-sysv,dbus,iproute2,curl,ca-certificates,procps,libgomp1,openssh-server,sudo
-recipe=$(cat "$0" "$here/fake-nvidia-smi" | sha256sum | cut -c1-16)
+recipe=$(cat "$0" "$here/debian-rootfs.sh" "$here/fake-nvidia-smi" | sha256sum | cut -c1-16)
+# shellcheck source=tests/containers/debian-rootfs.sh
+. "$here/debian-rootfs.sh"
 
-if podman image exists "$image" &&
-   [ "$(podman image inspect "$image" --format '{{index .Labels "gpufleet.recipe"}}')" = "$recipe" ]; then
+if image_is_current "$image" "$recipe"; then
   echo "image $image is up to date ($recipe)"
   exit 0
 fi
 
-# The Debian mirror this machine already uses (deb822 or one-line sources).
-mirror=$( (grep -shoE '^(URIs:|deb) +https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/* || true) |
-         head -n1 | awk '{print $2}')
-mirror=${mirror:-http://deb.debian.org/debian}
-
-rootfs=$(mktemp -d)
-trap 'rm -rf "$rootfs"' EXIT
-echo "debootstrap bookworm from $mirror"
-debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror" >/dev/null
+debootstrap_rootfs "$packages"
 install -m 0755 "$here/fake-nvidia-smi" "$rootfs/usr/local/bin/nvidia-smi"
 mkdir -p "$rootfs/etc/gpufleet-fake-gpu"
 # Units that fight with a container: no consoles, no udev, no time sync.

@@ -18,9 +18,10 @@ def inventory(path, hosts):
 
 
 def gather(env, inv, cache, report, *extra):
-    argv = ["ansible-playbook", "-i", str(inv), str(PLAYBOOK), "-e", "sglang_fleet_report_dir=%s" % report]
-    run = subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=600, check=False,
-                         env=dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache)))
+    run = subprocess.run(["ansible-playbook", "-i", str(inv), str(PLAYBOOK),
+                          "-e", "sglang_fleet_report_dir=%s" % report] + list(extra),
+                         env=dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache)),
+                         capture_output=True, text=True, timeout=600, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return run, json.loads((report / "fleet-report.json").read_text())["hosts"]
 
@@ -57,12 +58,12 @@ def test_the_report_is_rebuilt_from_the_fact_cache_without_contacting_any_host(a
     assert (cache / next(p.name for p in cache.iterdir() if p.name.endswith("gpu-b"))).read_text() == before_b
 
 
-def test_nothing_that_deploys_reads_the_cached_row():
+def test_nothing_that_deploys_reads_the_cached_rows():
     # The deployment registers its own facts (tasks/facts.yml) and plans on them; only the report reads the cache.
     deploying = [REPO / "playbooks" / "deploy_dflash.yml", REPO / "playbooks" / "revert_dflash.yml"] + sorted(
         (REPO / "roles" / "sglang_dflash").rglob("*.yml"))
     for path in deploying:
         text = path.read_text()
-        assert "sglang_fleet_cached_row" not in text and "sglang_fleet_from_cache" not in text, path
+        assert "sglang_fleet_cached_rows" not in text and "sglang_fleet_from_cache" not in text, path
     facts = (REPO / "roles" / "sglang_dflash" / "tasks" / "facts.yml").read_text()
-    assert "gpufleet.sglang.sglang_facts:" in facts and "register: sglang_dflash_facts" in facts
+    assert "gpufleet.sglang.sglang_facts:" in facts and "register: sglang_dflash_host_facts" in facts

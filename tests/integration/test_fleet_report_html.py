@@ -111,8 +111,8 @@ def test_rows_are_grouped_by_status_what_needs_a_person_first(report):
     statuses = [status for status, _host in visible_rows(dom)]
     assert statuses == ["blocked"] * 9 + ["unreachable"] * 7 + ["ready"] * 24
     groups = re.findall(r'<tr data-group="(\w+)" class="group"( hidden="")?><th colspan="\d+">(\w+) \((\d+)\)', body)
-    assert [(g, hidden, int(n)) for g, hidden, _s, n in groups] == [("blocked", "", 9), ("unreachable", "", 7),
-                                                                      ("ready", "", 24)]
+    assert [(g, hidden, int(n)) for g, hidden, _s, n in groups] == [
+        ("blocked", "", 9), ("unreachable", "", 7), ("ready", "", 24)]
     ready = [host for status, host in visible_rows(dom) if status == "ready"]
     assert ready == sorted(ready)
     dom = chromium("--dump-dom", report.as_uri() + "#status=blocked").stdout

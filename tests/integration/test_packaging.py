@@ -28,7 +28,8 @@ def test_the_tarball_holds_the_collection_and_nothing_else(tarball_names):
                    "roles/sglang_dflash/meta/argument_specs.yml", "tests/sanity/ignore-2.16.txt"):
         assert wanted in tarball_names, wanted
     unwanted = re.compile(r"(^|/)(\.ansible|\.cache|\.venv|\.git|\.pytest_cache|\.ruff_cache|__pycache__)(/|$)"
-                          r"|^tests/output(/|$)|^fleet-report(/|$)|\.tar\.gz$|\.pyc$|^changelogs/\.plugin-cache\.yaml$")
+                          r"|^tests/output(/|$)|^fleet-report(/|$)|^ee(/|$)|^ansible-navigator\.log$|\.tar\.gz$|\.pyc$"
+                          r"|^changelogs/\.plugin-cache\.yaml$")
     assert [n for n in tarball_names if unwanted.search(n)] == []
 
 

@@ -144,8 +144,19 @@ def scheduler_alive():
     return State.scheduler is None or State.scheduler.poll() is None
 
 
+def gpu_claims():
+    """The fake nvidia-smi's claims (gpufleet-holds-gpu=INDEX:MIB) of the GPUs CUDA_VISIBLE_DEVICES gives the server,
+    when GPUFLEET_STANDIN_GPU_MIB sets how much each holds (SIMULATED: the multi-service lab's replicas)."""
+    mib = os.environ.get("GPUFLEET_STANDIN_GPU_MIB")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if not mib:
+        return []
+    return ["gpufleet-holds-gpu=%s:%s" % (index.strip(), mib)
+            for index in visible.split(",") if index.strip().isdigit()]
+
+
 def start_scheduler():
-    State.scheduler = subprocess.Popen([sys.executable, "-c", SCHEDULER_CODE])
+    State.scheduler = subprocess.Popen([sys.executable, "-c", SCHEDULER_CODE] + gpu_claims())
 
     def watchdog():
         while State.scheduler.poll() is None:

@@ -17,7 +17,12 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.matc
     SearchError,
     file_hits,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import sized_files, walk_dirs
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import (
+    Stats,
+    sized_files,
+    walk_dirs,
+    walk_files,
+)
 
 
 def rg_argv(rg, roots, matcher, file_filter, context, max_filesize):
@@ -121,30 +126,57 @@ class _OutputReader(object):
                 self.results.append((os.fsdecode(self.current), hits))
 
 
-def _count_what_rg_skips(roots, file_filter, max_filesize, stats):
-    """What rg skips without saying so, counted as the Python backend counts it.
+def _walk_beside_rg(roots, file_filter, max_filesize, stats):
+    """What rg skips without saying so, counted as the Python backend counts it, while rg runs.
 
     Loops, unreadable directories and dangling links come from the walk of the directories, which
-    also tells rg_unreadable_files which paths to keep. Files over max_filesize need the walk of
-    the files and a stat each; without a size limit the cheaper directory walk is enough.
+    also tells rg_unreadable_files which paths to keep; without a size limit that is all. With one,
+    the walk counts the files it wants, with no stat: _large_files_after_rg compares that count
+    with rg's. rg searches a file named on its command line whatever its size, so with a file among
+    the roots the counts cannot tell: then each file is stat'ed here. Returns the count, or None
+    where nothing is left to do after rg.
     """
-    if max_filesize:
+    if not max_filesize:
+        walk_dirs(roots, file_filter, stats)
+        return None
+    if any(os.path.isfile(root) for root in roots):
         for _item in sized_files(roots, file_filter, max_filesize, stats):
             pass
-    else:
-        walk_dirs(roots, file_filter, stats)
+        return None
+    return sum(1 for _item in walk_files(roots, file_filter, stats))
+
+
+def _large_files_after_rg(roots, file_filter, max_filesize, files_wanted, stats):
+    """large_skipped: the files over max_filesize, which rg skips without a word.
+
+    rg stats every file for --max-filesize anyway; a second stat of each here doubled the cost of
+    the walk. When rg searched exactly the files_wanted that the walk counted, it skipped
+    none of them, so none is too large. That needs rg to have walked the directories as the walk
+    did, each once and by one path: after any loop or second path to a directory (loops_skipped;
+    rg walks a second path again), or when the counts differ (a file too large, or one rg could not
+    read), the files are walked again and stat'ed, as the Python backend does.
+    """
+    if stats.files_scanned == files_wanted and not stats.loops_skipped:
+        return
+    recount = Stats()  # the walk beside rg already counted loops, directories and dangling links
+    for _item in sized_files(roots, file_filter, max_filesize, recount):
+        pass
+    stats.large_skipped = recount.large_skipped
+    for path, error in recount.unreadable.items():
+        stats.note_unreadable(path, error)
 
 
 def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats, timeout=600):
     """ripgrep backend: [(path, hits)] for files with hits.
 
-    Beside rg, in a thread, _count_what_rg_skips walks the tree as the Python backend does.
+    Beside rg, in a thread, _walk_beside_rg walks the tree as the Python backend does.
     """
     walk_errors = []
+    files_wanted = []
 
     def walk():
         try:
-            _count_what_rg_skips(roots, file_filter, max_filesize, stats)
+            files_wanted.append(_walk_beside_rg(roots, file_filter, max_filesize, stats))
         except Exception as exc:  # re-raised below, in the caller's thread
             walk_errors.append(exc)
 
@@ -168,6 +200,8 @@ def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats
         raise RegexDialectError(run.stderr.strip()[-300:])
     if run.rc not in (0, 1, 2):
         raise SearchError("ripgrep failed (rc=%s): %s" % (run.rc, run.stderr[-500:]))
+    if files_wanted[0] is not None:
+        _large_files_after_rg(roots, file_filter, max_filesize, files_wanted[0], stats)
     for path, error in rg_unreadable_files(err.decode("utf-8", "surrogateescape"), roots, stats):
         stats.note_unreadable(path, error)
     return output.results

@@ -5,12 +5,15 @@ import re
 from pathlib import Path
 
 import yaml
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _settings
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _services, _settings
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "sglang_dflash"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 SPEC = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
 SETTINGS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["sglang_dflash__settings"]
+# Set by the role itself, not by the user: the facts of the service the tasks work on (the loop variable of
+# tasks/main.yml and tasks/fleet_row.yml).
+ROLE_SET = {"sglang_dflash_facts"}
 
 
 def test_every_default_is_specified_with_the_same_default():
@@ -29,7 +32,7 @@ def test_every_specified_variable_has_a_default_or_is_required():
 def test_the_plan_settings_read_role_variables_that_exist():
     for key, template in SETTINGS.items():
         variables = set(re.findall(r"\b(sglang_dflash_[a-z_]+)\b", str(template)))
-        public = [v for v in variables if not v.startswith("sglang_dflash__")]
+        public = [v for v in variables if not v.startswith("sglang_dflash__") and v not in ROLE_SET]
         for variable in public:
             assert variable in SPEC, "vars/main.yml %s reads %s, which the argument spec lacks" % (key, variable)
 
@@ -38,4 +41,11 @@ def test_the_plan_normalises_settings_that_vars_main_passes():
     checked = set(_settings.INTEGER_SETTINGS) | set(_settings.FLOAT_SETTINGS) | set(_settings.BOOLEAN_SETTINGS)
     assert checked <= set(SETTINGS), checked - set(SETTINGS)
     for key in checked:
+        assert "sglang_dflash_" + key in SPEC, key
+
+
+def test_every_per_service_setting_is_a_setting_of_the_plan():
+    # An entry of sglang_dflash_services overrides the plan's settings by these names.
+    assert set(_services.PER_SERVICE_SETTINGS) <= set(SETTINGS), set(_services.PER_SERVICE_SETTINGS) - set(SETTINGS)
+    for key in _services.PER_SERVICE_SETTINGS:
         assert "sglang_dflash_" + key in SPEC, key

@@ -33,8 +33,9 @@ def test_service_python_environment_from_files_and_the_unit(tmp_path):
     unit = {"environment_files": [{"path": str(env_file), "optional": False},
                                   {"path": str(tmp_path / "missing.env"), "optional": True}],
             "environment": [["PATH", "/from/unit"], ["CUDA_VISIBLE_DEVICES", "0"]]}
+    # systemd.exec(5): settings from EnvironmentFile= override those of Environment=.
     assert service_python_environment(unit) == {"PYTHONPATH": "/from/file", "VIRTUAL_ENV": "/v env",
-                                                "PATH": "/from/unit"}
+                                                "PATH": "/a"}
     assert service_python_environment({}) == {}
 
 

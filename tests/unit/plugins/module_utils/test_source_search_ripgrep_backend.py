@@ -10,6 +10,7 @@ import shutil
 import subprocess
 
 import pytest
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search import ripgrep_backend
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import LineMatcher
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.ripgrep_backend import (
     rg_unreadable_files,
@@ -22,6 +23,9 @@ RG = shutil.which("rg")
 needs_rg = pytest.mark.skipif(RG is None, reason="ripgrep not installed (scripts/setup.sh installs it)")
 
 OPTIONS = dict(max_files=0, max_hits_per_file=0, max_total_hits=0, max_filesize=1_000_000)
+# The trees of the size tests hold files just over this limit.
+SMALL_LIMIT = dict(OPTIONS)
+SMALL_LIMIT["max_filesize"] = 1000
 
 
 def comparable(result):
@@ -70,6 +74,98 @@ def test_backends_count_skipped_files_alike(messy_tree, max_filesize, large):
 def skipped(result):
     return {k: result[k] for k in ("unreadable", "unreadable_count", "large_skipped", "loops_skipped",
                                    "missing_terms")}
+
+
+def tree_without_loops(tmp_path, big_files):
+    """A package with no second path to any directory, `big_files` of them over 1,000 bytes."""
+    root = tmp_path / "src"
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("X = 'DFLASH'\n")
+    (root / "pkg" / "sub" / "b.py").write_text("def dflash():\n    return 'DFLASH'\n")
+    (root / "pkg" / "notes.txt").write_text("DFLASH\n" * 1000)  # big, but not a *.py file
+    for n in range(big_files):
+        (root / "pkg" / ("big%d.py" % n)).write_text("DFLASH\n" * 200)
+    if big_files:
+        os.symlink(root / "pkg" / "big0.py", root / "pkg" / "sub" / "link_to_big.py")  # one big file, two paths
+    return root
+
+
+@pytest.fixture
+def sized_file_walks(monkeypatch):
+    """Counts the walks of the ripgrep backend that stat every file."""
+    calls = []
+    real = ripgrep_backend.sized_files
+
+    def counted(*args):
+        calls.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(ripgrep_backend, "sized_files", counted)
+    return calls
+
+
+@needs_rg
+def test_files_over_max_filesize_are_reported_where_rg_skipped_them(tmp_path, sized_file_walks):
+    """rg skips big files without a word; its count of files searched shows it, and they are counted."""
+    root = tree_without_loops(tmp_path, big_files=2)
+    matcher = LineMatcher(["DFLASH"], [])
+    file_filter = FileFilter(["*.py"], [])
+    py = search([str(root)], matcher, file_filter, definitions=True, **SMALL_LIMIT)
+    rg = search([str(root)], matcher, file_filter, backend="ripgrep", rg=RG, definitions=True, **SMALL_LIMIT)
+    assert skipped(rg) == skipped(py)
+    assert comparable(rg) == comparable(py)
+    # big0.py, big1.py and the link to big0.py; notes.txt is not wanted.
+    assert rg["large_skipped"] == 3 and rg["files_scanned"] == 2
+    assert [f["path"] for f in rg["files"]] == [str(root / "pkg" / "sub" / "b.py"), str(root / "pkg" / "a.py")]
+    assert len(sized_file_walks) == 1
+
+
+@needs_rg
+def test_no_file_is_stat_walked_when_rg_searched_every_file_wanted(tmp_path, sized_file_walks):
+    """No file over the limit: rg searched as many files as the walk wants, and no file needs a stat."""
+    root = tree_without_loops(tmp_path, big_files=0)
+    matcher = LineMatcher(["DFLASH"], [])
+    file_filter = FileFilter(["*.py"], [])
+    py = search([str(root)], matcher, file_filter, **SMALL_LIMIT)
+    rg = search([str(root)], matcher, file_filter, backend="ripgrep", rg=RG, **SMALL_LIMIT)
+    assert skipped(rg) == skipped(py) and comparable(rg) == comparable(py)
+    assert (rg["large_skipped"], rg["files_scanned"]) == (0, 2)
+    assert sized_file_walks == []
+
+
+@needs_rg
+def test_a_directory_searched_twice_by_rg_cannot_hide_a_big_file(tmp_path, sized_file_walks):
+    """rg searches a directory again by its second path, one file more that makes up for the big one.
+
+    The counts of files searched and wanted agree, yet a file was skipped: after a second path to a
+    directory the files are stat'ed.
+    """
+    root = tmp_path / "src"
+    (root / "z_real").mkdir(parents=True)
+    (root / "z_real" / "small.py").write_text("DFLASH\n")
+    (root / "big.py").write_text("DFLASH\n" * 200)
+    os.symlink(root / "z_real", root / "a_alias")
+    matcher = LineMatcher(["DFLASH"], [])
+    file_filter = FileFilter(["*.py"], [])
+    py = search([str(root)], matcher, file_filter, **SMALL_LIMIT)
+    rg = search([str(root)], matcher, file_filter, backend="ripgrep", rg=RG, **SMALL_LIMIT)
+    assert rg["files_scanned"] == 2  # a_alias/small.py and z_real/small.py; the walk wants big.py and one small.py
+    assert skipped(rg) == skipped(py)
+    assert (rg["large_skipped"], rg["loops_skipped"]) == (1, 1)
+    assert len(sized_file_walks) == 1
+
+
+@needs_rg
+def test_a_big_file_named_as_a_root_is_counted_alike(tmp_path):
+    """rg searches a file named on its command line whatever its size; the count stays the Python backend's."""
+    root = tree_without_loops(tmp_path, big_files=1)
+    matcher = LineMatcher(["DFLASH"], [])
+    file_filter = FileFilter(["*.py"], [])
+    roots = [str(root / "pkg" / "big0.py"), str(root / "pkg" / "sub")]
+    py = search(roots, matcher, file_filter, **SMALL_LIMIT)
+    rg = search(roots, matcher, file_filter, backend="ripgrep", rg=RG, **SMALL_LIMIT)
+    assert skipped(rg) == skipped(py)
+    assert rg["large_skipped"] == 2  # big0.py, and again by its link in sub/
 
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]

@@ -107,7 +107,7 @@ def test_fleet_row_of_a_host_unreachable_when_its_facts_were_gathered():
 
 def test_fleet_rows_every_host_sorted_with_its_gateway_state():
     gateway = {"urls": ["http://gw:30180", "http://gw2:30180"], "worker_url": "http://10.0.0.5:30000"}
-    hostvars = {"b": {"sglang_dflash_fleet_row": dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)},
+    hostvars = {"b": {"sglang_dflash_fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)]},
                 "a": {"sglang_fleet_reached": True, "sglang_dflash_algorithm": "DDTREE"}, "c": {}}
     reads = [{"item": "http://gw:30180/", "status": 200,
               "json": {"workers": [{"url": "http://10.0.0.5:30000/", "status": "ready"}]}},
@@ -120,20 +120,21 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
 
 
 def test_fleet_rows_carry_the_time_they_were_gathered():
-    hostvars = {"b": {"sglang_dflash_fleet_row": fleet_row("b", FACTS, PLAN, "DFLASH")}, "a": {}}
+    hostvars = {"b": {"sglang_dflash_fleet_rows": [fleet_row("b", FACTS, PLAN, "DFLASH")]}, "a": {}}
     rows = fleet_rows(hostvars, ["a", "b"], now="2026-12-05T10:00:00Z")
     assert [(r["host"], r["gathered_at"], r["from_cache"]) for r in rows] == [
         ("a", "2026-12-05T10:00:00Z", False), ("b", "2026-12-05T10:00:00Z", False)]
-    assert "gathered_at" not in hostvars["b"]["sglang_dflash_fleet_row"]  # the host's own row is not changed
+    assert "gathered_at" not in hostvars["b"]["sglang_dflash_fleet_rows"][0]  # the host's own row is not changed
 
 
 def test_fleet_rows_from_the_fact_cache_read_no_fresh_row():
     # The cache's row (its host's last gather), never this run's variables; a host the cache has no row for is unknown.
     cached = dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gathered_at="2026-12-01T08:00:00Z", from_cache=False,
                   gateway={"worker_url": "http://10.0.0.5:30000", "states": [], "summary": ""})
-    hostvars = {"b": {"ansible_facts": {"sglang_fleet_cached_row": cached},
-                      "sglang_dflash_fleet_row": fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")},
-                "a": {"sglang_fleet_reached": True, "sglang_dflash_fleet_row": fleet_row("a", FACTS, PLAN, "DFLASH")}}
+    hostvars = {"b": {"ansible_facts": {"sglang_fleet_cached_rows": [cached]},
+                      "sglang_dflash_fleet_rows": [fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")]},
+                "a": {"sglang_fleet_reached": True,
+                      "sglang_dflash_fleet_rows": [fleet_row("a", FACTS, PLAN, "DFLASH")]}}
     rows = fleet_rows(hostvars, ["b", "a"], [{"item": "http://gw:30180", "status": 200, "json": {"workers": []}}],
                       from_cache=True, now="2026-12-05T10:00:00Z")
     assert [(r["host"], r["status"], r["from_cache"], r["gathered_at"]) for r in rows] == [
