@@ -18,10 +18,9 @@ def inventory(path, hosts):
 
 
 def gather(env, inv, cache, report, *extra):
-    run = subprocess.run(["ansible-playbook", "-i", str(inv), str(PLAYBOOK),
-                          "-e", "sglang_fleet_report_dir=%s" % report] + list(extra),
-                         env=dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache)),
-                         capture_output=True, text=True, timeout=600, check=False)
+    argv = ["ansible-playbook", "-i", str(inv), str(PLAYBOOK), "-e", "sglang_fleet_report_dir=%s" % report]
+    run = subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=600, check=False,
+                         env=dict(env, ANSIBLE_CACHE_PLUGIN="jsonfile", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(cache)))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return run, json.loads((report / "fleet-report.json").read_text())["hosts"]
 
