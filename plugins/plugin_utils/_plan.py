@@ -210,14 +210,20 @@ def _new_arguments(plan, facts, unit, settings, switch):
 
 
 def units_to_stop_for(facts, settings, gpus):
-    """The units to stop before this service starts: those whose processes hold its GPUs, and those that hold no GPU
-    (stopped by the first service that starts). A unit on another service's GPUs waits for that service."""
+    """The units to stop before this service starts: all of them, except a unit that holds none of this service's GPUs
+    but GPUs of another service selected in this run: that one waits for the service whose GPUs it holds."""
     processes = (facts.get("gpus") or {}).get("processes") or []
+    mine = None if gpus is None else set(gpus)
+    unit_id = (facts.get("unit") or {}).get("id")
+    others = [s for s in facts.get("sglang_units") or []
+              if s["unit"] in (facts.get("selected_units") or []) and s["unit"] != unit_id]
     out = []
     for unit in [unit_name(u) for u in settings.get("stop_units") or []]:
         held = set(p.get("gpu_index") for p in processes if p.get("unit") == unit)
-        if not held or gpus is None or held & set(gpus):
-            out.append(unit)
+        later = [s for s in others if (s.get("gpus") or {}).get("indexes") is None or held & set(s["gpus"]["indexes"])]
+        if held and mine is not None and not held & mine and later:
+            continue
+        out.append(unit)
     return out
 
 

@@ -94,11 +94,21 @@ def test_the_port_systemd_expands_is_the_old_port_when_the_command_names_a_varia
 
 
 def test_a_unit_to_stop_waits_for_the_service_whose_gpus_it_holds():
-    facts = box([0, 1, 2, 3], [replica("sglang@b.service", [4, 5, 6, 7])],
-                [holder(7, 6, "train-qwen.service")])
     settings = dict(SETTINGS, stop_units=["train-qwen.service", "cron-job.service"])
+    facts = box([0, 1, 2, 3], [replica("sglang@b.service", [4, 5, 6, 7])], [holder(7, 6, "train-qwen.service")],
+                selected=["sglang@b.service"])
     facts["related_units"]["cron-job.service"] = {"exists": True, "active_state": "active"}
     assert deployment_plan(facts, settings)["stop_units_now"] == ["cron-job.service"]
-    facts = box([4, 5, 6, 7], [replica("sglang@a.service", [0, 1, 2, 3])], [holder(7, 6, "train-qwen.service")])
+    facts = box([4, 5, 6, 7], [replica("sglang@a.service", [0, 1, 2, 3])], [holder(7, 6, "train-qwen.service")],
+                selected=["sglang@a.service"])
     facts["related_units"]["cron-job.service"] = {"exists": True, "active_state": "active"}
     assert deployment_plan(facts, settings)["stop_units_now"] == ["train-qwen.service", "cron-job.service"]
+
+
+def test_a_unit_to_stop_on_no_selected_service_gpus_is_stopped_as_asked():
+    # The operator's box: the service on GPUs 1-3, the training job on GPU 0 (no other service selected): stopped.
+    facts = box([1, 2, 3], [], [holder(7, 0, "train-qwen.service")])
+    assert deployment_plan(facts, SETTINGS)["stop_units_now"] == ["train-qwen.service"]
+    # A sibling on GPU 0 that runs but is not switched in this run does not take the job over either.
+    facts = box([1, 2, 3], [replica("sglang-other.service", [0])], [holder(7, 0, "train-qwen.service")])
+    assert deployment_plan(facts, dict(SETTINGS, require_free_gpus=False))["stop_units_now"] == ["train-qwen.service"]
