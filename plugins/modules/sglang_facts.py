@@ -119,6 +119,14 @@ options:
     description: Largest C(--help) output read.
     type: int
     default: 4194304
+  plan_settings:
+    description:
+      - The role gpufleet.sglang.sglang_dflash's settings (its C(sglang_dflash__settings)). Read on the controller by
+        this module's action plugin, never sent to the host.
+      - When set, each selected service's facts are judged by the deployment's own plan there and the result holds
+        RV(fleet_rows), the rows of the fleet report, in place of the facts (the role's C(fleet_row) tasks, which
+        need no more than the rows; a host's facts are about 230 KB, most of it the release's flags).
+    type: dict
   nvidia_smi:
     description: Path of C(nvidia-smi); looked up on PATH by default.
     type: path
@@ -128,6 +136,9 @@ requirements:
   - Optionally C(nvidia-smi) and ripgrep (C(rg)) on the target, as for M(gpufleet.sglang.gpu_info) and
     M(gpufleet.sglang.source_search).
 attributes:
+  action:
+    description: Runs an action plugin on the controller around the module (for O(plan_settings)).
+    support: full
   check_mode:
     details:
       - Runs the same in check mode, but writes no O(cache).
@@ -165,6 +176,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+fleet_rows:
+  description:
+    - With O(plan_settings), one row of the fleet report for each selected service (C(host), C(unit), C(port),
+      C(gpus), C(gpu_map), C(status) C(ready) or C(blocked), every reason, the flag names and changes a deployment
+      would make, its gateway and switch state, and the facts without the release's flag list), and none of the
+      keys below. The filter P(gpufleet.sglang.sglang_fleet_row#filter) builds one such row from the facts and a plan.
+  returned: when O(plan_settings) is set
+  type: list
+  elements: dict
 services:
   description:
     - With O(services), the facts of each selected service, each with the keys below (as without O(services)),
@@ -318,6 +338,7 @@ def main():
             help_timeout=dict(type="int", default=120),
             max_output_bytes=dict(type="int", default=4 * 1024 * 1024),
             nvidia_smi=dict(type="path"),
+            plan_settings=dict(type="dict"),  # the action plugin's (plugins/action/sglang_facts.py)
         ),
         supports_check_mode=True,
     )

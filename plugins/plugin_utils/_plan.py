@@ -23,7 +23,12 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit impor
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import gpu_holders, host_drafter_problems
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import gpus_text, overlapping_services, own_gpus
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import (
+    gpus_text,
+    overlapping_services,
+    own_gpus,
+    settings_for_service,
+)
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import normalize_settings
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import (
     environment_file_content,
@@ -125,7 +130,8 @@ def new_unit_launcher(facts, settings):
 def deployment_plan(facts, raw_settings):
     """Decide the change for one host: {errors, mode, unit, files, exec_start, changes, switch_state, ...}.
 
-    raw_settings: the role's variables without the sglang_dflash_ prefix (see roles/.../vars/main.yml).
+    raw_settings: the role's variables without the sglang_dflash_ prefix (see roles/.../vars/main.yml), the
+    host's: what belongs to this service comes from its facts (_services.settings_for_service).
     errors is the full list of reasons this host cannot take the deployment; when it is empty the
     rest says exactly what to write, and `needs_change` whether anything differs from the host.
     switch_state: where the host stands now against the switch (_host_state.switch_state).
@@ -136,7 +142,7 @@ def deployment_plan(facts, raw_settings):
 
 
 def _decide(facts, raw_settings):
-    settings, errors = normalize_settings(raw_settings)
+    settings, errors = normalize_settings(settings_for_service(raw_settings, facts))
     if facts.get("failed"):
         # The facts module itself failed (bad options, or it could not run on the host).
         errors.insert(0, "gathering the facts failed: %s" % facts.get("msg", "no message"))

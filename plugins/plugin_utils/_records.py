@@ -17,6 +17,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import text_sha256
 
 # The facts a fleet row leaves out: the module's own bookkeeping, and the release's full flag list
@@ -176,6 +177,14 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
             "switch": plan.get("switch_state") or switch_state(facts, plan), "facts": shown}
 
 
+def host_rows(host, facts_result, raw_settings):
+    """The fleet report's rows of one host: each selected service's facts (an entry of the sglang_facts result's
+    services, or the result itself when the module failed) judged by the deployment's own plan."""
+    algorithm = raw_settings.get("algorithm")
+    return [fleet_row(host, facts, deployment_plan(facts, raw_settings), algorithm)
+            for facts in facts_result.get("services") or [facts_result]]
+
+
 def gpu_map(facts):
     """[{index, name, services, holders}] of the host's GPUs: the SGLang services given each GPU (by
     CUDA_VISIBLE_DEVICES, or holding it; a service that is given none sees every GPU) and the units whose
@@ -230,9 +239,11 @@ def gateway_state(gateway, workers_by_gateway):
 def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
     """One report row per service, sorted by host (a host's services in the order they were selected).
 
-    This run's rows (from_cache false): each host's sglang_dflash_fleet_rows with each service's place in its gateways
-    (their GET /workers answers), or fleet_row without facts (failed when the host was in this run,
-    sglang_fleet_reached; unreachable when it was not); each row carries gathered_at (now).
+    This run's rows (from_cache false): the fleet_rows of each host's sglang_dflash_host_facts (the role's fleet_row
+    tasks register sglang_facts' judged result there) with each service's place in its gateways (their
+    GET /workers answers); an unreachable row with SSH's message when that task could not reach the host; else
+    fleet_row without facts (failed when the host was in this run, sglang_fleet_reached; unreachable when it was
+    not). Each row carries gathered_at (now).
     From Ansible's fact cache (from_cache true, no host contacted): each host's cached rows (sglang_fleet_cached_rows,
     the rows of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
     has none.
@@ -253,8 +264,11 @@ def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
                 row["from_cache"] = True
                 rows.append(row)
             continue
+        gathered = hv.get("sglang_dflash_host_facts") or {}
         services = [dict(row, gateway=gateway_state(row.get("gateway"), workers))
-                    for row in hv.get("sglang_dflash_fleet_rows") or []]
+                    for row in gathered.get("fleet_rows") or []]
+        if not services and gathered.get("unreachable"):
+            services = [fleet_row(host, gathered, algorithm=hv.get("sglang_dflash_algorithm"))]
         if not services:
             services = [fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
                                   reached=bool(hv.get("sglang_fleet_reached")))]

@@ -25,6 +25,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import
     written_command,
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import gateway_plan
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import settings_for_service
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import normalize_settings
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import text_sha256
 
@@ -49,7 +50,7 @@ def revert_plan(facts, raw_settings):
     A host that was never switched needs no change (needs_change false, no errors). A unit that does not
     exist, or a file of ours edited by hand, is refused before any change.
     """
-    settings, errors = normalize_settings(raw_settings, require_drafter=False)
+    settings, errors = normalize_settings(settings_for_service(raw_settings, facts), require_drafter=False)
     stop_units_asked = settings.get("stop_units") or []
     # No speed gates on the way back (the operator's own server is what they asked for), nothing to stop.
     settings.update(min_accept_length=None, min_speedup=None, stop_units=[], require_free_gpus=False)

@@ -28,6 +28,29 @@ def entry_label(entry, index=None):
     return "sglang_dflash_services%s (%s)" % (where, (entry or {}).get("name"))
 
 
+def settings_for_service(raw_settings, facts):
+    """The role's variables for one selected service, from the host-level ones and that service's facts.
+
+    raw_settings["services"] is sglang_dflash_services: the entry that selected this service (the facts'
+    selected_by) becomes raw["service_entry"]; the service's unit name and this collection's environment file
+    for it (the facts' managed_paths) fill service_name and env_file. A caller's own service_entry or env_file
+    is kept (the unit tests give them directly).
+    """
+    raw = dict(raw_settings)
+    facts = facts or {}
+    services = raw.pop("services", None) or []
+    selected_by = facts.get("selected_by")
+    if "service_entry" not in raw:
+        raw["service_entry"] = services[selected_by] \
+            if isinstance(selected_by, int) and 0 <= selected_by < len(services) else None
+    name = (facts.get("unit") or {}).get("name")
+    if name:
+        raw["service_name"] = name
+    if "env_file" not in raw:
+        raw["env_file"] = (facts.get("managed_paths") or {}).get("env_file")
+    return raw
+
+
 def apply_service_entry(raw_settings, entry):
     """(settings with the entry's overrides, problems, {key: label}) for one selected service.
 

@@ -58,11 +58,11 @@ def test_the_report_is_rebuilt_from_the_fact_cache_without_contacting_any_host(a
 
 
 def test_nothing_that_deploys_reads_the_cached_rows():
-    # The deployment registers its own facts (tasks/facts.yml) and plans on them; only the report reads the cache.
+    # The deployment registers its own facts (tasks/gather.yml) and plans on them; only the report reads the cache.
     deploying = [REPO / "playbooks" / "deploy_dflash.yml", REPO / "playbooks" / "revert_dflash.yml"] + sorted(
         (REPO / "roles" / "sglang_dflash").rglob("*.yml"))
     for path in deploying:
         text = path.read_text()
         assert "sglang_fleet_cached_rows" not in text and "sglang_fleet_from_cache" not in text, path
-    facts = (REPO / "roles" / "sglang_dflash" / "tasks" / "facts.yml").read_text()
+    facts = (REPO / "roles" / "sglang_dflash" / "tasks" / "gather.yml").read_text()
     assert "gpufleet.sglang.sglang_facts:" in facts and "register: sglang_dflash_host_facts" in facts

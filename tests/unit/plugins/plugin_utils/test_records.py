@@ -1,15 +1,18 @@
 """Every record the role and the fleet report keep, each built once (plugin_utils/_records.py)."""
 
 import pytest
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import (
     fleet_row,
     fleet_rows,
     gateway_state,
     host_result,
+    host_rows,
     rollback_outcome,
     rollout_record,
     traffic_figures,
 )
+from plan_facts import NEXTN, SETTINGS, facts_for
 
 PLAN = {"unit": "sglang-qwen.service", "mode": "switch", "algorithm": "DFLASH", "fallback": None, "needs_change": True,
         "changes": {"kept": ["--tp 2"], "removed": ["--speculative-algorithm NEXTN"], "added": [], "overridden": []},
@@ -107,7 +110,8 @@ def test_fleet_row_of_a_host_unreachable_when_its_facts_were_gathered():
 
 def test_fleet_rows_every_host_sorted_with_its_gateway_state():
     gateway = {"urls": ["http://gw:30180", "http://gw2:30180"], "worker_url": "http://10.0.0.5:30000"}
-    hostvars = {"b": {"sglang_dflash_fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)]},
+    hostvars = {"b": {"sglang_dflash_host_facts": {"fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"),
+                                                                       gateway=gateway)]}},
                 "a": {"sglang_fleet_reached": True, "sglang_dflash_algorithm": "DDTREE"}, "c": {}}
     reads = [{"item": "http://gw:30180/", "status": 200,
               "json": {"workers": [{"url": "http://10.0.0.5:30000/", "status": "ready"}]}},
@@ -119,12 +123,43 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
                                             {"gateway": "http://gw2:30180", "state": "not read: connection refused"}]
 
 
+def test_fleet_rows_name_a_host_the_facts_task_could_not_reach_with_ssh_s_message():
+    # The registered result of an unreachable facts task (the play ignores unreachable hosts) holds no rows.
+    hostvars = {"a": {"sglang_fleet_reached": True, "sglang_dflash_host_facts": {
+        "unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: No route to host"}}}
+    rows = fleet_rows(hostvars, ["a"])
+    assert [(r["host"], r["status"]) for r in rows] == [("a", "unreachable")]
+    assert rows[0]["reasons"][-1] == "Failed to connect to the host via ssh: No route to host"
+
+
+def test_host_rows_judge_each_selected_service_with_the_deployment_plan():
+    # Two selected services; the second's entry of sglang_dflash_services asks a block size the plan refuses.
+    first = facts_for(NEXTN, selected_by=0)
+    second = facts_for(NEXTN.replace("--port 30001", "--port 30002"), selected_by=1)
+    second["unit"] = dict(second["unit"], id="sglang-b.service", name="sglang-b")
+    result = {"changed": False, "services": [first, second]}
+    settings = dict(SETTINGS, services=[{"name": "sglang-qwen"}, {"name": "sglang-b", "block_size": 0}])
+    rows = host_rows("gpu-1", result, settings)
+    assert [(r["host"], r["unit"], r["status"]) for r in rows] == [
+        ("gpu-1", "sglang-qwen.service", "ready"), ("gpu-1", "sglang-b.service", "blocked")]
+    assert "sglang_dflash_services (sglang-b) block_size must be between 1 and 1024, not 0" in rows[1]["reasons"]
+    assert rows[0] == fleet_row("gpu-1", first, deployment_plan(first, settings), "DFLASH")
+
+
+def test_host_rows_of_a_failed_facts_module_is_one_blocked_row_with_its_message():
+    result = {"failed": True, "msg": "host gpu-1: timeout must be greater than 0, not 0"}
+    rows = host_rows("gpu-1", result, SETTINGS)
+    assert [r["status"] for r in rows] == ["blocked"]
+    assert "gathering the facts failed: host gpu-1: timeout must be greater than 0" in rows[0]["reasons"][0]
+
+
 def test_fleet_rows_carry_the_time_they_were_gathered():
-    hostvars = {"b": {"sglang_dflash_fleet_rows": [fleet_row("b", FACTS, PLAN, "DFLASH")]}, "a": {}}
+    hostvars = {"b": {"sglang_dflash_host_facts": {"fleet_rows": [fleet_row("b", FACTS, PLAN, "DFLASH")]}}, "a": {}}
     rows = fleet_rows(hostvars, ["a", "b"], now="2026-12-05T10:00:00Z")
     assert [(r["host"], r["gathered_at"], r["from_cache"]) for r in rows] == [
         ("a", "2026-12-05T10:00:00Z", False), ("b", "2026-12-05T10:00:00Z", False)]
-    assert "gathered_at" not in hostvars["b"]["sglang_dflash_fleet_rows"][0]  # the host's own row is not changed
+    # the host's own row is not changed
+    assert "gathered_at" not in hostvars["b"]["sglang_dflash_host_facts"]["fleet_rows"][0]
 
 
 def test_fleet_rows_from_the_fact_cache_read_no_fresh_row():
@@ -132,9 +167,10 @@ def test_fleet_rows_from_the_fact_cache_read_no_fresh_row():
     cached = dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gathered_at="2026-12-01T08:00:00Z", from_cache=False,
                   gateway={"worker_url": "http://10.0.0.5:30000", "states": [], "summary": ""})
     hostvars = {"b": {"ansible_facts": {"sglang_fleet_cached_rows": [cached]},
-                      "sglang_dflash_fleet_rows": [fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")]},
+                      "sglang_dflash_host_facts": {
+                          "fleet_rows": [fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")]}},
                 "a": {"sglang_fleet_reached": True,
-                      "sglang_dflash_fleet_rows": [fleet_row("a", FACTS, PLAN, "DFLASH")]}}
+                      "sglang_dflash_host_facts": {"fleet_rows": [fleet_row("a", FACTS, PLAN, "DFLASH")]}}}
     rows = fleet_rows(hostvars, ["b", "a"], [{"item": "http://gw:30180", "status": 200, "json": {"workers": []}}],
                       from_cache=True, now="2026-12-05T10:00:00Z")
     assert [(r["host"], r["status"], r["from_cache"], r["gathered_at"]) for r in rows] == [

@@ -3,7 +3,11 @@ the entry's name when wrong; GPU checks per service, a sibling on other GPUs is 
 is refused naming both."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, own_gpus
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import (
+    apply_service_entry,
+    own_gpus,
+    settings_for_service,
+)
 from plan_facts import NEXTN, SETTINGS, facts_for
 
 H100X8 = [{"index": i, "uuid": "GPU-%d0000000-aaaa" % i} for i in range(8)]
@@ -112,3 +116,19 @@ def test_a_unit_to_stop_on_no_selected_service_gpus_is_stopped_as_asked():
     # A sibling on GPU 0 that runs but is not switched in this run does not take the job over either.
     facts = box([1, 2, 3], [replica("sglang-other.service", [0])], [holder(7, 0, "train-qwen.service")])
     assert deployment_plan(facts, dict(SETTINGS, require_free_gpus=False))["stop_units_now"] == ["train-qwen.service"]
+
+
+def test_the_settings_of_a_service_come_from_the_host_s_and_its_facts():
+    # The role templates its settings once per host; the unit name, the entry that selected the service and this
+    # collection's environment file for it come from that service's facts.
+    host = {"service_name": "sglang", "services": [{"name": "sglang-a"}, {"name": "sglang@*", "block_size": 8}],
+            "block_size": 16}
+    facts = {"selected_by": 1, "unit": {"name": "sglang@qwen-b"},
+             "managed_paths": {"env_file": "/etc/sglang/sglang@qwen-b.env"}}
+    raw = settings_for_service(host, facts)
+    assert raw == {"service_name": "sglang@qwen-b", "service_entry": {"name": "sglang@*", "block_size": 8},
+                   "block_size": 16, "env_file": "/etc/sglang/sglang@qwen-b.env"}
+    assert "services" in host  # the host's settings are not changed
+    # Without sglang_dflash_services: no entry; a unit that does not exist yet keeps the role's name.
+    assert settings_for_service({"service_name": "sglang", "services": []}, {"unit": {"exists": False}}) == {
+        "service_name": "sglang", "service_entry": None, "env_file": None}
