@@ -32,7 +32,7 @@ def tree_fingerprint(roots, file_filter):
     """
     digest = hashlib.sha256()
     stats = Stats()
-    for path, _rel in walk_files(roots, file_filter, stats):
+    for path in walk_files(roots, file_filter, stats):
         try:
             st = os.stat(path)
         except OSError:

@@ -26,6 +26,13 @@ class FileFilter(object):
         # fnmatch call per glob, in the walk's innermost loop.
         self._include = self._compile(self.include)
         self._exclude = self._compile(self.exclude)
+        # Whether a file's path relative to the root is matched at all (a glob with '/'): the walk builds
+        # it only then.
+        self.needs_rel = bool(self._include[1] or self._exclude[1])
+        if self._include[0] and not (self._include[1] or self._exclude[0] or self._exclude[1]):
+            # Name globs only, such as the default *.py: one regex match per file, the walk's hottest call.
+            by_name = self._include[0].match
+            self.wants_file = lambda rel, name: by_name(name) is not None
 
     @staticmethod
     def _compile(globs):
@@ -67,7 +74,7 @@ class Stats(object):
 
 
 def walk_files(roots, file_filter, stats):
-    """Yield (path, relpath) of candidate files under roots, following symlinks.
+    """Yield the path of each candidate file under roots, following symlinks.
 
     Each directory is entered once (told apart by device and inode: one stat, where realpath would
     lstat every component), so symlink loops and overlapping roots are walked once (the others
@@ -87,6 +94,7 @@ def walk_dirs(roots, file_filter, stats):
 
 
 def _walk(roots, file_filter, stats, want_files):
+    wants_file, needs_rel = file_filter.wants_file, file_filter.needs_rel
     seen_dirs = set()
     seen_files = set()  # root arguments that are files
 
@@ -96,7 +104,7 @@ def _walk(roots, file_filter, stats, want_files):
             real = os.path.realpath(root)
             if want_files and real not in seen_files:
                 seen_files.add(real)
-                yield root, os.path.basename(root)
+                yield root
             continue
         stack = [(root, "")]
         while stack:
@@ -130,9 +138,9 @@ def _walk(roots, file_filter, stats, want_files):
                         subdirs.append((entry.name, entry.path, rel))
                 elif is_file:
                     if want_files:
-                        rel = rel_dir + "/" + entry.name if rel_dir else entry.name
-                        if file_filter.wants_file(rel, entry.name):
-                            yield entry.path, rel
+                        rel = (rel_dir + "/" + entry.name if rel_dir else entry.name) if needs_rel else None
+                        if wants_file(rel, entry.name):
+                            yield entry.path
                 elif entry.is_symlink() and not os.path.exists(entry.path):
                     stats.note_os_error(entry.path, OSError(2, "dangling symlink"))
             # Subdirectories in name order: which of two paths to one directory is entered does not
@@ -146,7 +154,7 @@ def sized_files(roots, file_filter, max_filesize, stats):
 
     Both backends run this walk, so they count large files, loops and unreadable directories alike.
     """
-    for path, _rel in walk_files(roots, file_filter, stats):
+    for path in walk_files(roots, file_filter, stats):
         try:
             st = os.stat(path)
         except OSError as exc:

@@ -24,9 +24,18 @@ def test_a_glob_with_a_slash_matches_the_relative_path_else_the_name():
     assert not file_filter.wants_dir("pkg/tests", "tests")
 
 
+def test_name_globs_alone_match_the_name_without_a_relative_path():
+    # The walk builds no relative path for them (its hottest loop); the answers are those of the general case.
+    fast, general = FileFilter(["*.py", "*.pyi"], []), FileFilter(["*.py", "*.pyi", "x/*.none"], [])
+    assert not fast.needs_rel and general.needs_rel
+    for name in ("a.py", "b.pyi", "c.pyc", "README.md", ".hidden.py"):
+        assert fast.wants_file(None, name) == general.wants_file("pkg/" + name, name)
+
+
 def test_walk_enters_each_directory_once(messy_tree):
     stats = Stats()
-    rels = sorted(rel for _path, rel in walk_files([str(messy_tree)], FileFilter(["*.py"], ["tests"]), stats))
+    rels = sorted(os.path.relpath(path, str(messy_tree))
+                  for path in walk_files([str(messy_tree)], FileFilter(["*.py"], ["tests"]), stats))
     # pkg/speculative/loop leads back to pkg: counted, not entered; the dangling link is unreadable.
     assert rels == ["pkg/blob.py", "pkg/build.py", "pkg/crlf.py", "pkg/huge.py", "pkg/latin1.py", "pkg/noterm.py",
                     "pkg/speculative/dflash_worker.py", "pkg/zz_link_to_crlf.py"]
