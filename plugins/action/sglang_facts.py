@@ -25,6 +25,7 @@ _KEPT_KEYS = ("ansible_facts", "warnings", "deprecations")
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True  # the module reads only; it writes its on-host caches outside check mode
+    _supports_async = True  # as a plain module run (without plan_settings)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -34,9 +35,14 @@ class ActionModule(ActionBase):
         if plan_settings is not None and (not isinstance(plan_settings, dict) or is_string(plan_settings)):
             raise AnsibleActionFail("plan_settings must be a dict of the role's settings "
                                     "(sglang_dflash__settings), not %r" % (plan_settings,))
+        if plan_settings is not None and self._task.async_val:
+            raise AnsibleActionFail("plan_settings needs the facts at once: run this task without async")
+        # As ansible.builtin's own action for modules does: async where the connection has none of its own.
+        wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
         facts = self._execute_module(module_name="gpufleet.sglang.sglang_facts", module_args=module_args,
-                                     task_vars=task_vars)
-        self._remove_tmp_path(self._connection._shell.tmpdir)
+                                     task_vars=task_vars, wrap_async=wrap_async)
+        if not wrap_async:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
         if plan_settings is None:
             result.update(facts)
             return result

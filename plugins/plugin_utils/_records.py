@@ -241,9 +241,9 @@ def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
 
     This run's rows (from_cache false): the fleet_rows of each host's sglang_dflash_host_facts (the role's fleet_row
     tasks register sglang_facts' judged result there) with each service's place in its gateways (their
-    GET /workers answers); an unreachable row with SSH's message when that task could not reach the host; else
-    fleet_row without facts (failed when the host was in this run, sglang_fleet_reached; unreachable when it was
-    not). Each row carries gathered_at (now).
+    GET /workers answers); else fleet_row without facts: unreachable when that task could not reach the host or the
+    host was not in this run, failed when it was (sglang_fleet_reached), with the task's message when it has one.
+    Each row carries gathered_at (now).
     From Ansible's fact cache (from_cache true, no host contacted): each host's cached rows (sglang_fleet_cached_rows,
     the rows of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
     has none.
@@ -267,11 +267,14 @@ def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
         gathered = hv.get("sglang_dflash_host_facts") or {}
         services = [dict(row, gateway=gateway_state(row.get("gateway"), workers))
                     for row in gathered.get("fleet_rows") or []]
-        if not services and gathered.get("unreachable"):
-            services = [fleet_row(host, gathered, algorithm=hv.get("sglang_dflash_algorithm"))]
         if not services:
-            services = [fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
-                                  reached=bool(hv.get("sglang_fleet_reached")))]
+            # No rows: the facts task could not reach the host or failed as a task (its message says why), or
+            # never ran on it.
+            row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
+                            reached=bool(hv.get("sglang_fleet_reached")) and not gathered.get("unreachable"))
+            if gathered.get("msg"):
+                row["reasons"].append(str(gathered["msg"])[:300])
+            services = [row]
         for row in services:
             row.update(gathered_at=now, from_cache=False)
             rows.append(row)

@@ -123,13 +123,16 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
                                             {"gateway": "http://gw2:30180", "state": "not read: connection refused"}]
 
 
-def test_fleet_rows_name_a_host_the_facts_task_could_not_reach_with_ssh_s_message():
+def test_fleet_rows_name_a_host_the_facts_task_could_not_reach_or_failed_on_with_its_message():
     # The registered result of an unreachable facts task (the play ignores unreachable hosts) holds no rows.
     hostvars = {"a": {"sglang_fleet_reached": True, "sglang_dflash_host_facts": {
         "unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: No route to host"}}}
-    rows = fleet_rows(hostvars, ["a"])
-    assert [(r["host"], r["status"]) for r in rows] == [("a", "unreachable")]
+    hostvars["b"] = {"sglang_fleet_reached": True, "sglang_dflash_host_facts": {
+        "failed": True, "msg": "plan_settings needs the facts at once: run this task without async"}}
+    rows = fleet_rows(hostvars, ["a", "b"])
+    assert [(r["host"], r["status"]) for r in rows] == [("a", "unreachable"), ("b", "failed")]
     assert rows[0]["reasons"][-1] == "Failed to connect to the host via ssh: No route to host"
+    assert rows[1]["reasons"][-1] == "plan_settings needs the facts at once: run this task without async"
 
 
 def test_host_rows_judge_each_selected_service_with_the_deployment_plan():
