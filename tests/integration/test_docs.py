@@ -9,6 +9,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
+# Modules with an action plugin of the same name; those whose module file holds only documentation run on the
+# controller alone.
+ACTIONS = sorted(p.stem for p in (REPO / "plugins" / "action").glob("*.py") if p.stem != "__init__")
+CONTROLLER_ONLY = sorted(n for n in ACTIONS if "def main(" not in (REPO / "plugins" / "modules" / (n + ".py")).read_text())
 
 
 def filter_names():
@@ -46,12 +50,19 @@ def test_every_module_renders(ansible_env):
         assert "gpufleet.sglang.%s" % name in text
     docs = ansible_doc(ansible_env, "module", MODULES, as_json=True)
     assert sorted(docs) == ["gpufleet.sglang." + n for n in MODULES]
+    assert "sglang_facts" in ACTIONS and CONTROLLER_ONLY == ["sglang_fleet_report"]
     for name, doc in docs.items():
+        short = name.split(".")[-1]
         doc = doc["doc"]
         # The attributes come from the doc fragment, merged with the module's own details.
         attributes = doc["attributes"]
-        assert sorted(attributes) == ["check_mode", "diff_mode", "platform"], name
+        expected = ["check_mode", "diff_mode", "platform"] + (["action"] if short in ACTIONS else [])
+        assert sorted(attributes) == sorted(expected), name
         assert all(a.get("description") and a.get("support") for a in attributes.values()), name
+        if short in CONTROLLER_ONLY:
+            assert attributes["platform"]["platforms"] == "posix" and "controller" in " ".join(
+                attributes["platform"]["details"]), name
+            continue
         assert attributes["platform"]["platforms"] == "linux", name
         assert any("Python 3.8" in r for r in doc["requirements"]), name
 
