@@ -12,7 +12,8 @@ MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if 
 # Modules with an action plugin of the same name; those whose module file holds only documentation run on the
 # controller alone.
 ACTIONS = sorted(p.stem for p in (REPO / "plugins" / "action").glob("*.py") if p.stem != "__init__")
-CONTROLLER_ONLY = sorted(n for n in ACTIONS if "def main(" not in (REPO / "plugins" / "modules" / (n + ".py")).read_text())
+CONTROLLER_ONLY = sorted(n for n in ACTIONS
+                         if "def main(" not in (REPO / "plugins" / "modules" / (n + ".py")).read_text())
 
 
 def filter_names():
