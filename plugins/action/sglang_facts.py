@@ -14,7 +14,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.collections import is_string
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import host_rows
 
@@ -32,7 +31,7 @@ class ActionModule(ActionBase):
         del tmp
         module_args = dict(self._task.args)
         plan_settings = module_args.pop("plan_settings", None)
-        if plan_settings is not None and (not isinstance(plan_settings, dict) or is_string(plan_settings)):
+        if plan_settings is not None and not isinstance(plan_settings, dict):
             raise AnsibleActionFail("plan_settings must be a dict of the role's settings "
                                     "(sglang_dflash__settings), not %r" % (plan_settings,))
         if plan_settings is not None and self._task.async_val:
