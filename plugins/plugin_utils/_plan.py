@@ -151,7 +151,8 @@ def _decide(facts, raw_settings):
     switch = bool(unit.get("exists")) and not unit.get("managed_by_us")
     plan = _empty_plan(unit, settings, switch, errors)
     # The GPUs this service runs on after the change (None: every GPU): where the GPU checks look.
-    plan["gpus"] = own_gpus(facts, settings)[0]
+    gpus = own_gpus(facts, settings)
+    plan["gpus"] = gpus[0]
     plan["stop_units_now"] = units_to_stop_for(facts, settings, plan["gpus"])
     if switch and unit.get("later_exec_start_dropins"):
         errors.append("drop-in(s) %s sort after %s and set ExecStart, so they would override the switch; "
@@ -163,7 +164,7 @@ def _decide(facts, raw_settings):
     env_content, env_problems = environment_file_content(env_vars)
     errors.extend(_host_problems(facts, settings, switch))
     errors.extend(env_problems)
-    errors.extend(_gpu_problems(facts, settings, plan["unit"]))
+    errors.extend(_gpu_problems(facts, settings, plan["unit"], gpus))
     if errors or args is None:
         if args is None and not errors:
             errors.append("the release's flags could not be read")
@@ -245,15 +246,18 @@ def _host_problems(facts, settings, switch):
     return problems
 
 
-def _gpu_problems(facts, settings, unit_id):
-    """The units to stop must exist; no other service shares this one's GPUs; nothing else holds them."""
+def _gpu_problems(facts, settings, unit_id, own):
+    """The units to stop must exist; no other service shares this one's GPUs; nothing else holds them.
+
+    own: own_gpus' (indexes, where they come from) of this service.
+    """
     problems = []
     related = facts.get("related_units") or {}
     stop_units = [unit_name(u) for u in settings.get("stop_units") or []]
     missing_units = [u for u in stop_units if not (related.get(u) or {}).get("exists")]
     if missing_units:
         problems.append("sglang_dflash_stop_units: %s do(es) not exist on this host" % ", ".join(missing_units))
-    indexes, source = own_gpus(facts, settings)
+    indexes, source = own
     if settings.get("require_free_gpus"):
         problems.extend(overlapping_services(facts, unit_id, indexes, source, stop_units))
     gpus = facts.get("gpus") or {}

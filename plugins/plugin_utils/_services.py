@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import visible_gpus
+
 # The role's settings (without the sglang_dflash_ prefix) one service may set for itself.
 PER_SERVICE_SETTINGS = (
     "python", "launcher_module", "user", "model_path", "draft_model_path", "algorithm", "block_size",
@@ -99,14 +101,9 @@ def own_gpus(facts, settings):
     environment = settings.get("environment") or {}
     gpus = (facts.get("gpus") or {}).get("gpus") or []
     if isinstance(environment, dict) and "CUDA_VISIBLE_DEVICES" in environment:
-        indexes = []
-        for entry in str(environment["CUDA_VISIBLE_DEVICES"]).split(","):
-            entry = entry.strip()
-            if entry.isdigit():
-                indexes.append(int(entry))
-            else:
-                indexes += [g["index"] for g in gpus if entry and str(g.get("uuid") or "").startswith(entry)]
-        return sorted(set(indexes)), "CUDA_VISIBLE_DEVICES of sglang_dflash_environment"
+        # Read as the facts read a unit's (and as CUDA does); a value naming no single GPU leaves every GPU.
+        indexes = visible_gpus(str(environment["CUDA_VISIBLE_DEVICES"]), gpus)[0]
+        return indexes, "CUDA_VISIBLE_DEVICES of sglang_dflash_environment"
     service = facts.get("service") or {}
     mapped = service.get("gpus") or {}
     return mapped.get("indexes"), mapped.get("source")
