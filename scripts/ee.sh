@@ -34,7 +34,7 @@ tools=.cache/ee-tools/bin
 export PATH="$PWD/.venv/bin:$PATH"
 export CONTAINERS_CONF="$PWD/tests/containers/containers.conf"
 for tool in "$tools/ansible-builder" "$tools/ansible-navigator"; do
-  [ -x "$tool" ] || { echo "ee: $tool is missing: scripts/setup.sh installs ee/requirements-tools.txt there" >&2; exit 1; }
+  [ -x "$tool" ] || { echo "ee: $tool is missing: scripts/setup.sh installs requirements/ee-tools.txt there" >&2; exit 1; }
 done
 mkdir -p "$work"
 
@@ -54,7 +54,7 @@ cp "$tarball" "$work/gpufleet-sglang.tar.gz"
 # tarball's FILES.json has each file's checksum; the tarball's own bytes change with every build).
 recipe=$( {
   podman image inspect localhost/gpufleet-ee-base:bookworm --format '{{.Id}}'
-  cat ee/execution-environment.yml ee/requirements.yml
+  cat ee/execution-environment.yml ee/requirements.yml requirements/ee.txt
   "$tools/ansible-builder" --version
   tar -xOzf "$tarball" MANIFEST.json FILES.json
 } | sha256sum | cut -c1-16)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh Debian 12 machine (as root): Debian packages for the
-# containers, a project venv (.venv) with the pinned Python tools.
+# containers and the lab's kernel limits, the Python venvs from the locks in requirements/ (hashes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,44 +17,35 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
-fi
-stamp=.venv/.requirements.sha256
-want=$(sha256sum requirements-dev.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "setup: installing Python tools from requirements-dev.txt"
-  .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
-  echo "$want" > "$stamp"
-fi
+# venv_from_lock VENV LOCK WHAT: VENV made anew with exactly what LOCK pins (every package, by version and
+# sha256: pip refuses a file whose hash differs, and a dependency the lock lacks), when LOCK changed since.
+venv_from_lock() {
+  local venv=$1 lock=$2 what=$3 want
+  want=$(sha256sum "$lock" | cut -d' ' -f1)
+  [ "$(cat "$venv/.lock.sha256" 2>/dev/null)" != "$want" ] || return 0
+  echo "setup: $what in $venv from $lock"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --require-hashes -r "$lock" 2>&1 |
+    { grep -v "^WARNING: Location" || true; }
+  echo "$want" > "$venv/.lock.sha256"
+}
 
+venv_from_lock .venv requirements/dev.txt "the project's Python tools"
 # The execution environment's tools (scripts/ee.sh: ansible-builder, ansible-navigator) in a venv of their
 # own: they bring their own ansible-runner, ansible-lint and black, which the project venv does not need.
-ee_tools=.cache/ee-tools
-want=$(sha256sum ee/requirements-tools.txt | cut -d' ' -f1)
-if [ "$(cat "$ee_tools/.requirements.sha256" 2>/dev/null)" != "$want" ]; then
-  echo "setup: ansible-builder and ansible-navigator in $ee_tools"
-  rm -rf "$ee_tools"
-  python3 -m venv "$ee_tools"
-  "$ee_tools/bin/pip" install -q --disable-pip-version-check -r ee/requirements-tools.txt 2>&1 | { grep -v "^WARNING: Location" || true; }
-  echo "$want" > "$ee_tools/.requirements.sha256"
-fi
-
+venv_from_lock .cache/ee-tools requirements/ee-tools.txt "ansible-builder and ansible-navigator"
 # One venv per other ansible-core release that requires_ansible claims (tests/sanity/ansible-core-matrix.txt),
 # with the project's pytest: `scripts/test.sh versions` runs ansible-test sanity and the unit tests in each.
-pytest_pin=$(grep -o '^pytest==[0-9.]*' requirements-dev.txt)
 grep -v '^#' tests/sanity/ansible-core-matrix.txt | while read -r core; do
-  venv=.cache/ansible-core/${core%.*}
-  want="ansible-core==$core $pytest_pin"
-  if [ "$(cat "$venv/.requirements" 2>/dev/null)" != "$want" ]; then
-    echo "setup: ansible-core $core in $venv"
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    # shellcheck disable=SC2086 # two requirements
-    "$venv/bin/pip" install -q --disable-pip-version-check $want 2>&1 | { grep -v "^WARNING: Location" || true; }
-    echo "$want" > "$venv/.requirements"
-  fi
+  lock=requirements/ansible-core-${core%.*}.txt
+  grep -q "^ansible-core==$core " "$lock" 2>/dev/null ||
+    { echo "setup: $lock does not pin ansible-core==$core (tests/sanity/ansible-core-matrix.txt): run scripts/update-locks.sh" >&2; exit 1; }
+  venv_from_lock ".cache/ansible-core/${core%.*}" "$lock" "ansible-core $core"
 done
+
+# The kernel limits of the lab's systemd containers (inotify instances), in /etc/sysctl.d/.
+tests/containers/lab-sysctl.sh
 
 # ansible-test fetches its pip bootstrap script from a host this network does not reach;
 # it documents that the script may be put in its cache by hand: ours bootstraps via ensurepip.

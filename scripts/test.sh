@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: set-up, linters, ansible-test sanity, the same sanity and the unit
 # tests on every other ansible-core minor that requires_ansible claims, pytest (unit + real
 # ansible-playbook integration), Molecule scenarios in containers.
-# Run some stages in order with e.g. `scripts/test.sh lint pytest` (stages: lint sanity versions pytest
-# molecule, or molecule:SCENARIO[,SCENARIO...]). With no stage named, every stage runs, in two lanes at
+# Run some stages in order with e.g. `scripts/test.sh lint pytest` (stages: lint sanity versions unit pytest
+# molecule, or molecule:SCENARIO[,SCENARIO...]; `unit` is the unit tests and the venv's quiet-tools test, which
+# scripts/update-locks.sh runs, and pytest runs them too). With no stage named, every stage runs, in two lanes at
 # once (see run_all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,10 @@ run_stage() {
         printf -- '--- ansible-core %s took %ss\n' "$core" "$((SECONDS - start))"
       done < <(grep -v '^#' tests/sanity/ansible-core-matrix.txt)
       done_stage versions ;;
+    unit)
+      stage unit
+      run_pytest tests/unit tests/integration/test_quiet_tools.py
+      done_stage unit ;;
     pytest)
       stage pytest
       run_pytest tests/unit tests/integration
@@ -62,7 +67,7 @@ run_stage() {
       stage "$s"
       tests/molecule.sh "${scenarios[@]}"
       done_stage "$s" ;;
-    *) echo "unknown stage $s (lint sanity versions pytest molecule molecule:SCENARIO,...)" >&2; exit 2 ;;
+    *) echo "unknown stage $s (lint sanity versions unit pytest molecule molecule:SCENARIO,...)" >&2; exit 2 ;;
   esac
 }
 

@@ -9,6 +9,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,10 +25,11 @@ FIXTURES = REPO / "tests" / "fixtures"
 # flag --speculative-dflash-draft-window-size), 0.5.16 (the new name, the old one a hidden alias), 0.5.23
 # (current); their --help and parser sources are in tests/fixtures/sglang (see its README.md).
 SGLANG_RELEASES = ("0.5.6", "0.5.11", "0.5.16", "0.5.23")
-# What `python -m sglang.launch_server --help` needs on a CPU machine for 0.5.23.
-HELP_DEPS = ("torch==2.13.0", "numpy", "orjson", "psutil", "pybase64", "requests", "packaging", "pillow",
-             "starlette", "msgspec", "pydantic", "pyzmq", "tqdm", "IPython", "aiohttp", "huggingface_hub",
-             "triton")
+# What `python -m sglang.launch_server --help` needs on a CPU machine for 0.5.23, and the build backends of the
+# editable-install fixtures: locks with hashes (requirements/*.txt, made by scripts/update-locks.sh).
+HELP_DEPS_LOCK = REPO / "requirements" / "sglang-help.txt"
+EDITABLE_BUILD_LOCK = REPO / "requirements" / "editable-build.txt"
+LEGACY_EDITABLE_LOCK = REPO / "requirements" / "legacy-editable.txt"
 
 _collections = None
 
@@ -84,6 +86,26 @@ def pip(venv, *args):
         capture_output=True)
 
 
+def pip_locked(venv, lock):
+    """Install exactly what LOCK pins, each file checked against its sha256."""
+    pip(venv, "--require-hashes", "-r", lock)
+
+
+def lock_pins(lock):
+    """{distribution name (normalized): version} of a lock made by scripts/update-locks.sh, or of a .in file's
+    exact pins."""
+    pins = {}
+    for line in Path(lock).read_text().splitlines():
+        match = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^]]*\])?==([^ ;\\]+)", line)
+        if match:
+            pins[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = match.group(2)
+    return pins
+
+
+def _lock_digest(lock):
+    return hashlib.sha256(lock.read_bytes()).hexdigest()
+
+
 def sglang_venv(version):
     return _venv("sglang-%s" % version, ["sglang", version],
                  lambda p: pip(p, "--no-deps", "sglang==%s" % version))
@@ -91,8 +113,8 @@ def sglang_venv(version):
 
 def help_venv(version="0.5.23"):
     """A venv where `python -m sglang.launch_server --help` really runs (CPU torch)."""
-    return _venv("help-sglang-%s" % version, ["help", version, HELP_DEPS],
-                 lambda p: (pip(p, *HELP_DEPS), pip(p, "--no-deps", "sglang==%s" % version)))
+    return _venv("help-sglang-%s" % version, ["help", version, _lock_digest(HELP_DEPS_LOCK)],
+                 lambda p: (pip_locked(p, HELP_DEPS_LOCK), pip(p, "--no-deps", "sglang==%s" % version)))
 
 
 def _local_checkout(name):
@@ -112,18 +134,25 @@ def _localpkg_digest():
 
 
 def editable_venv():
-    """PEP 660 editable install of a small package laid out like sglang."""
+    """PEP 660 editable install of a small package laid out like sglang (setuptools from its lock)."""
     def build(p):
-        pip(p, "-e", _local_checkout("pep660"))
-    return _venv("editable-pep660", ["pep660", _localpkg_digest()], build)
+        pip_locked(p, EDITABLE_BUILD_LOCK)
+        pip(p, "--no-build-isolation", "-e", _local_checkout("pep660"))
+    return _venv("editable-pep660", ["pep660", _localpkg_digest(), _lock_digest(EDITABLE_BUILD_LOCK)], build)
 
 
 def legacy_editable_venv():
     """Old-style editable install (setup.py develop, .egg-link) with setuptools < 64."""
     def build(p):
-        pip(p, "setuptools<64", "wheel")
+        pip_locked(p, LEGACY_EDITABLE_LOCK)
         pip(p, "--no-build-isolation", "-e", _local_checkout("legacy"))
-    return _venv("editable-legacy", ["legacy", _localpkg_digest()], build)
+    return _venv("editable-legacy", ["legacy", _localpkg_digest(), _lock_digest(LEGACY_EDITABLE_LOCK)], build)
+
+
+def wheel_builder_venv():
+    """The build backend of localpkg's wheel, from its lock."""
+    return _venv("wheel-builder", ["wheel-builder", _lock_digest(EDITABLE_BUILD_LOCK)],
+                 lambda p: pip_locked(p, EDITABLE_BUILD_LOCK))
 
 
 def empty_venv():
@@ -139,13 +168,13 @@ def user_site_venv():
 def localpkg_wheel():
     """A wheel of tests/fixtures/localpkg, built once per content, for pip installs into directories."""
     out = CACHE / "wheels" / _localpkg_digest()[:16]
-    builder = empty_venv()
+    builder = wheel_builder_venv()
     with _cache_lock("localpkg-wheel"):
         wheels = sorted(out.glob("sglang-*.whl"))
         if not wheels:
             shutil.rmtree(out, ignore_errors=True)
             run([builder / "bin" / "python", "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
-                 "-w", out, _local_checkout("wheel")], capture_output=True)
+                 "--no-build-isolation", "-w", out, _local_checkout("wheel")], capture_output=True)
             wheels = sorted(out.glob("sglang-*.whl"))
     return wheels[0]
 

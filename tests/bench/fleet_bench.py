@@ -79,6 +79,15 @@ def room_for(count, serving, forks, existing):
     return not problems, "; ".join(problems)
 
 
+def kernel_limits():
+    """The kernel limits a node's systemd needs, as they are now, and the command that raises them."""
+    values = []
+    for name in ("fs.inotify.max_user_instances", "fs.inotify.max_user_watches"):
+        with open("/proc/sys/" + name.replace(".", "/")) as handle:
+            values.append("%s = %s" % (name, handle.read().strip()))
+    return "%s; tests/containers/lab-sysctl.sh raises them" % ", ".join(values)
+
+
 def inventory(path, names, keys, method, extra=None):
     hosts = dict((name, {"ansible_port": FIRST_PORT + i}) for i, name in enumerate(names))
     group_vars = {
@@ -192,9 +201,9 @@ def main():
                     "-a", "timeout=180"], env=env, check=False)
         if reach.returncode != 0:
             down = sorted(set(re.findall(r"^(%s\d+) \| (?:FAILED|UNREACHABLE)" % PREFIX, reach.stdout, re.M)))
-            sys.exit("%d of %d lab nodes did not come up (%s): this machine runs at most about %d of them now; see "
-                     "`podman logs %s`" % (len(down), count, ", ".join(down[:10]), count - len(down),
-                                           down[0] if down else names[-1]))
+            sys.exit("%d of %d lab nodes did not come up (%s): this machine runs at most about %d of them now (%s); "
+                     "see `podman logs %s`" % (len(down), count, ", ".join(down[:10]), count - len(down),
+                                               kernel_limits(), down[0] if down else names[-1]))
         if args.hosts:  # (the rolling deploy provisions its nodes with their services started)
             sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
                env=env)

@@ -40,6 +40,8 @@ def lab_environment():
     key pair, and the collection installed for ansible-playbook."""
     env = dict(os.environ, PATH="%s:%s" % (Path(sys.executable).parent, os.environ["PATH"]), ANSIBLE_NOCOLOR="1",
                CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
+    # The kernel limits many systemd containers need (inotify instances), raised where they are low, said if so.
+    print(sh([REPO / "tests" / "containers" / "lab-sysctl.sh"], env=env).stdout, end="")
     sh([REPO / "tests" / "containers" / "build-node-image.sh"], env=env)
     keys = sh([REPO / "tests" / "containers" / "lab-ssh-key.sh"], env=env).stdout.strip()
     env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],

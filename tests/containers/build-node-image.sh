@@ -2,7 +2,8 @@
 # Build the "GPU node" image the role is tested on: the systemd base image plus real SGLang
 # releases from PyPI, each in its own venv (/opt/sglang-X.Y.Z, installed with --no-deps), sharing
 # one venv of the packages `--help` needs on a CPU (/opt/sglang-deps, CPU torch, linked in with a
-# .pth file). Wheels are downloaded once on the host into a wheelhouse cache and mounted.
+# .pth file), exactly as the lock requirements/sglang-help.txt pins them (hashes). Wheels are
+# downloaded once on the host into a wheelhouse cache and mounted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export CONTAINERS_CONF="$here/containers.conf"
@@ -12,11 +13,11 @@ cache=${GPUFLEET_TEST_CACHE:-$HOME/.cache/gpufleet-sglang-tests}
 wheelhouse="$cache/wheelhouse"
 python=${PYTHON:-python3}
 releases="0.5.6 0.5.11 0.5.16 0.5.23"
-deps=$("$python" -c "import sys; sys.path.insert(0, '$here/..'); from helpers import HELP_DEPS; print(' '.join(HELP_DEPS))")
+lock="$here/../../requirements/sglang-help.txt"
 
 "$here/build-image.sh"
 base_id=$(podman image inspect "$base" --format '{{.Id}}')
-recipe=$(printf '%s\n' "$base_id" "$releases" "$deps" | cat - "$0" | sha256sum | cut -c1-16)
+recipe=$(printf '%s\n' "$base_id" "$releases" | cat - "$lock" "$0" | sha256sum | cut -c1-16)
 if podman image exists "$image" &&
    [ "$(podman image inspect "$image" --format '{{index .Labels "gpufleet.recipe"}}')" = "$recipe" ]; then
   echo "image $image is up to date ($recipe)"
@@ -25,8 +26,8 @@ fi
 
 mkdir -p "$wheelhouse"
 echo "wheelhouse: $wheelhouse"
-# shellcheck disable=SC2086
-"$python" -m pip download -q --disable-pip-version-check -d "$wheelhouse" $deps 2>&1 | { grep -v '^WARNING: Location' || true; }
+"$python" -m pip download -q --disable-pip-version-check --require-hashes -d "$wheelhouse" -r "$lock" 2>&1 |
+  { grep -v '^WARNING: Location' || true; }
 for v in $releases; do
   "$python" -m pip download -q --disable-pip-version-check --no-deps -d "$wheelhouse" "sglang==$v" 2>&1 |
     { grep -v '^WARNING: Location' || true; }
@@ -34,10 +35,11 @@ done
 
 name=gpufleet-node-build-$$
 trap 'podman rm -f "$name" >/dev/null 2>&1 || true' EXIT
-podman run -d --name "$name" -v "$wheelhouse:/wheelhouse:ro" "$base" sleep infinity >/dev/null
-podman exec -e DEPS="$deps" -e RELEASES="$releases" "$name" bash -euo pipefail -c '
+podman run -d --name "$name" -v "$wheelhouse:/wheelhouse:ro" -v "$lock:/sglang-help.txt:ro" "$base" sleep infinity >/dev/null
+podman exec -e RELEASES="$releases" "$name" bash -euo pipefail -c '
   python3 -m venv /opt/sglang-deps
-  /opt/sglang-deps/bin/pip install -q --disable-pip-version-check --no-index --find-links /wheelhouse $DEPS
+  /opt/sglang-deps/bin/pip install -q --disable-pip-version-check --no-index --find-links /wheelhouse \
+    --require-hashes -r /sglang-help.txt
   site=$(/opt/sglang-deps/bin/python -c "import sysconfig; print(sysconfig.get_paths()[\"purelib\"])")
   for v in $RELEASES; do
     python3 -m venv /opt/sglang-$v

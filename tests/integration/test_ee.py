@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import REPO
+from helpers import REPO, lock_pins
 
 IMAGE = "localhost/gpufleet-sglang-ee:bookworm"
 NODE = "gpufleet-ee"
@@ -127,11 +127,14 @@ def test_the_ee_has_the_collections_python_dependencies(ee_run):
     meta = yaml.safe_load(in_ee("cat", EE_COLLECTION + "/meta/execution-environment.yml"))
     declared = in_ee("cat", "%s/%s" % (EE_COLLECTION, meta["dependencies"]["python"]))
     assert declared == (REPO / meta["dependencies"]["python"]).read_text()
-    pins = dict(line.split("==") for line in (REPO / "requirements-dev.txt").read_text().splitlines()
-                if line.startswith("ansible-core=="))
-    names = requirement_names(declared) + ["ansible-core", "ansible-runner"]
+    # The EE's Python packages are its lock's, each at the version the lock pins (installed with hashes), and its
+    # ansible-core is the project venv's.
+    locked = lock_pins(REPO / "requirements" / "ee.txt")
+    names = requirement_names(declared) + sorted(locked)
     versions = json.loads(in_ee("python3", "-c", VERSIONS, *names))
-    assert versions["ansible-core"] == pins["ansible-core"]
+    assert {name: versions[name] for name in locked} == locked
+    assert versions["ansible-core"] == lock_pins(REPO / "requirements" / "dev.in")["ansible-core"]
+    assert "ansible-runner" in locked
     # Every Python file of the collection imports in the EE's Python: the filters and plugin_utils that run on
     # the controller (the EE) find everything they import.
     result = json.loads(in_ee("python3", "-", EE_COLLECTIONS, stdin=IMPORT_ALL))

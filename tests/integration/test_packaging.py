@@ -28,7 +28,7 @@ def test_the_tarball_holds_the_collection_and_nothing_else(tarball_names):
                    "roles/sglang_dflash/meta/argument_specs.yml", "tests/sanity/ignore-2.16.txt"):
         assert wanted in tarball_names, wanted
     unwanted = re.compile(r"(^|/)(\.ansible|\.cache|\.venv|\.git|\.pytest_cache|\.ruff_cache|__pycache__)(/|$)"
-                          r"|^tests/output(/|$)|^fleet-report(/|$)|^ee(/|$)|^ansible-navigator\.log$|\.tar\.gz$|\.pyc$"
+                          r"|^tests/output(/|$)|^fleet-report(/|$)|^ee(/|$)|^requirements(/|$)|^ansible-navigator\.log$|\.tar\.gz$|\.pyc$"
                           r"|^changelogs/\.plugin-cache\.yaml$")
     assert [n for n in tarball_names if unwanted.search(n)] == []
 
@@ -60,7 +60,12 @@ def test_requires_ansible_is_what_the_versions_stage_tests():
     assert floor == ">=2.16.0"
     matrix = [line for line in (REPO / "tests" / "sanity" / "ansible-core-matrix.txt").read_text().splitlines()
               if line and not line.startswith("#")]
-    project = re.search(r"^ansible-core==(\d+\.\d+)\.\d+$", (REPO / "requirements-dev.txt").read_text(), re.M).group(1)
+    dev_in = (REPO / "requirements" / "dev.in").read_text()
+    project = re.search(r"^ansible-core==(\d+\.\d+)\.\d+$", dev_in, re.M).group(1)
+    # Each release of the matrix has its venv's lock (scripts/update-locks.sh), pinning that very release.
+    for version in matrix:
+        lock = REPO / "requirements" / ("ansible-core-%s.txt" % version.rsplit(".", 1)[0])
+        assert re.search(r"^ansible-core==%s \\$" % re.escape(version), lock.read_text(), re.M), lock
     minors = sorted({".".join(v.split(".")[:2]) for v in matrix} | {project},
                     key=lambda v: tuple(map(int, v.split("."))))
     # Every minor from the floor up to the project's is tested, each with its ignore file.
