@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The lab's SGLang gateway: SMG from PyPI (requirements-dev.txt) on 127.0.0.1, in front of lab workers.
+# The lab's SGLang gateway: SMG from PyPI (requirements/dev.in) on 127.0.0.1, in front of lab workers.
 #   tests/traffic/lab-gateway.sh start DIR PORT ADMIN_KEY WORKER_URL...   (log and pid in DIR)
 #   tests/traffic/lab-gateway.sh stop DIR
 # It binds 127.0.0.1 only (its metrics too: SMG's default is 0.0.0.0:29000, which a second instance
