@@ -25,13 +25,16 @@ def readme_lines(playbook):
 
 
 def run_as_written(line):
-    """A README line run as a shell runs it: leading VAR=value words are its environment."""
+    """A README line run as a shell runs it: leading VAR=value words are its environment. It prints no warning."""
     words = shlex.split(line)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
     while "=" in words[0] and not words[0].startswith(("-", "/", ".")):
         key, value = words.pop(0).split("=", 1)
         env[key] = value
-    return sh(words, env=env, check=False)
+    run = sh(words, env=env, check=False)
+    assert run.stderr == "" and "WARNING" not in run.stdout, "%s printed:\n%s%s" % (line, run.stderr,
+                                                                                     run.stdout[-2000:])
+    return run
 
 
 @pytest.fixture(scope="module")
