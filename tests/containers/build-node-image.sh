@@ -48,6 +48,8 @@ podman exec -e RELEASES="$releases" "$name" bash -euo pipefail -c '
   done
   rm -rf /root/.cache
 '
-podman stop -t 1 "$name" >/dev/null
+# Its PID 1 is `sleep`, which ignores SIGTERM: kill it rather than have `podman stop` warn that it had to.
+podman kill "$name" >/dev/null
+podman wait "$name" >/dev/null
 podman commit -q --change "LABEL gpufleet.recipe=$recipe" --change "CMD /sbin/init" "$name" "$image" >/dev/null
 echo "built $image ($recipe)"
