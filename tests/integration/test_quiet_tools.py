@@ -50,20 +50,8 @@ def test_the_venv_is_exactly_its_lock():
     locked = lock_pins(REPO / "requirements" / "dev.txt")
     assert len(locked) > 40 and "cryptography" in locked
     assert {name: installed.get(name) for name in locked} == locked
-    # ansible-test sanity --requirements may add its own pinned tools later; nothing else comes in.
-    extra = set(installed) - set(locked) - VENV_SEED
-    assert not extra - ansible_test_requirements(), extra
-
-
-def ansible_test_requirements():
-    """The distributions ansible-test's own requirement files (pinned by ansible-core) may install."""
-    import ansible_test
-    names = set()
-    data = os.path.join(os.path.dirname(ansible_test.__file__), "_data", "requirements")
-    for name in os.listdir(data):
-        if name.endswith(".txt"):
-            names.update(lock_pins(os.path.join(data, name)))
-    return names
+    # Nothing else either (ansible-test sanity installs its own requirements into venvs of its own).
+    assert set(installed) - set(locked) - VENV_SEED == set()
 
 
 def test_ansible_version_is_quiet(user_env, tmp_path):
