@@ -182,7 +182,8 @@ fleet_rows:
       C(gpus) (of the running process), C(environment_drift) and C(environment_note) (the unit's files edited
       since the start, see RV(sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason, the
       flag names and changes a deployment would make, its gateway and switch state, and the facts without the
-      release's flag list), and none of the keys below. The filter P(gpufleet.sglang.sglang_fleet_row#filter) builds one such row from the facts and a plan.
+      release's flag list), and none of the keys below. The filter P(gpufleet.sglang.sglang_fleet_row#filter)
+      builds one such row from the facts and a plan.
   returned: when O(plan_settings) is set
   type: list
   elements: dict
