@@ -26,8 +26,8 @@ def refusal_message(plan, facts, host, algorithm):
     if package:
         text += " with sglang %s" % package.get("version")
         if about_flags:
-            text += " (%s install at %s, python %s)" % (package.get("install"), package.get("location"),
-                                                       facts.get("python"))
+            text += " (%s install at %s, python %s)" % (
+                package.get("install"), package.get("location"), facts.get("python"))
     text += ": %s." % "; ".join(plan.get("errors") or [])
     if about_flags and facts.get("capabilities"):
         speculative = [f["name"] for f in (facts.get("flags") or {}).get("list") or []

@@ -110,7 +110,7 @@ def test_a_stopped_or_unreadable_service_is_its_files(tmp_path, process_env):
 def test_the_environ_of_a_real_process_is_what_it_was_started_with():
     child = subprocess.Popen(["sleep", "30"], env={"T_A": "a b", "T_EMPTY": "", "PATH": os.environ["PATH"]})
     try:
-        for _ in range(500):  # Popen may return before the child's exec shows in /proc
+        for _attempt in range(500):  # Popen may return before the child's exec shows in /proc
             env = service_environment.process_environment(child.pid, ("T_A", "T_EMPTY"))
             if env:
                 break
