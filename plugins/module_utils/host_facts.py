@@ -28,28 +28,30 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
     python_package,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
+from ansible_collections.gpufleet.sglang.plugins.module_utils.service_environment import (
+    PYTHON_VARIABLES,
+    manager_environment,
+    service_environment,
+)
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import supported_algorithms
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import (
     discover,
     is_pattern,
     managed_paths,
     select,
-    unit_environment,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import SearchError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.run import run_search
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import run_systemctl, unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service
 
-# Variables of the service that change which sglang its interpreter imports; secrets are not read.
-PYTHON_ENVIRONMENT = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "PYTHONSAFEPATH",
-                      "VIRTUAL_ENV", "PATH")
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
-def service_python_environment(unit):
-    """PYTHON* variables (and PATH) the service gets from Environment= and EnvironmentFile=."""
-    return unit_environment(unit, PYTHON_ENVIRONMENT)
+def service_python_environment(unit, manager_env=None):
+    """PYTHON* variables (and PATH) of the service, which change which sglang its interpreter imports: the
+    running process's, else what its Environment= and EnvironmentFile= give. Secrets are not read."""
+    return service_environment(unit, PYTHON_VARIABLES, manager_env)["values"]
 
 
 def read_json_file(path):
@@ -204,6 +206,7 @@ class _Run(object):
         self.releases = {}
         gpus = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"])
         self.host = {"gpus": gpus, "related_units": unit_states(params.get("related_units") or [])}
+        self.manager_env = manager_environment(run_systemctl)
         if params.get("user"):
             try:
                 pwd.getpwnam(params["user"])
@@ -224,11 +227,12 @@ class _Run(object):
         """The host's SGLang units (sglang_services.discover), each with the release its interpreter has."""
         known = dict((u["id"], u) for u in units if u.get("id"))
         found = discover(list(self.params["launcher_modules"]), run_systemctl, self.params.get("managed_dropin"),
-                         self.host["gpus"], known)
+                         self.host["gpus"], known, self.manager_env)
         out = []
         for entry, unit in found:
             self.units.setdefault(entry["unit"], unit)
-            package = self.package(entry["python"], service_python_environment(unit)) if entry["python"] else None
+            package = self.package(entry["python"], service_python_environment(unit, self.manager_env)) \
+                if entry["python"] else None
             entry["version"] = (package or {}).get("version")
             out.append(entry)
         return out
@@ -263,7 +267,7 @@ class _Run(object):
         if not python and not unit.get("error"):
             problems.append("no interpreter: %s has no unit to read ExecStart from; set sglang_dflash_python"
                             % unit.get("name", service))
-        environment = service_python_environment(unit)
+        environment = service_python_environment(unit, self.manager_env)
         facts["service_python_environment"] = sorted(environment)
         if python:
             self.package(python, environment)

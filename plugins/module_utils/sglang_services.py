@@ -17,42 +17,19 @@ import fnmatch
 import os
 import re
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
-from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import (
-    parse_show,
-    read_service,
-    split_environment,
+from ansible_collections.gpufleet.sglang.plugins.module_utils.service_environment import (
+    DECIDING_VARIABLES,
+    DRIFT_NOTE,
+    service_environment,
 )
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import parse_show, read_service
 
 SGLANG_DEFAULT_PORT = 30000
 GLOB_CHARACTERS = "*?["
 # Properties enough to tell an SGLang unit from the others without reading every unit's files.
 _SCAN_PROPERTIES = "Id,ExecStart"
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
-def unit_environment(unit, names=None):
-    """{name: value} the service gets from Environment= and EnvironmentFile= (names: only these).
-
-    As systemd applies them: the files are read after Environment=, in order, and override it.
-    """
-    env = {}
-    for key, value in unit.get("environment") or []:
-        if names is None or key in names:
-            env[key] = value
-    for entry in unit.get("environment_files") or []:
-        try:
-            with open(entry["path"]) as handle:
-                for line in handle:
-                    line = line.strip()
-                    if line.startswith("export "):
-                        line = line[len("export "):]
-                    for key, value in split_environment(line):
-                        if names is None or key in names:
-                            env[key] = value
-        except (OSError, UnicodeDecodeError):
-            continue
-    return env
 
 
 def expand(value, unit_id, env):
@@ -109,13 +86,24 @@ def service_gpus(unit, env, gpu_facts):
     return {"indexes": None, "source": None, "problem": None}
 
 
-def describe(unit, gpu_facts):
-    """The facts of one SGLang unit for the host's map: port, GPUs, interpreter, states."""
-    env = unit_environment(unit, ("CUDA_VISIBLE_DEVICES",) + _variables_of(unit))
-    return {"unit": unit["id"], "template": _template_of(unit["id"]), "active_state": unit.get("active_state"),
-            "unit_file_state": unit.get("unit_file_state"), "main_pid": unit.get("main_pid"),
-            "python": (unit.get("command") or {}).get("python"), "port": command_port(unit, env),
-            "gpus": service_gpus(unit, env, gpu_facts)}
+def describe(unit, gpu_facts, manager_env=None):
+    """The facts of one SGLang unit for the host's map: port, GPUs, interpreter, states.
+
+    Port and GPUs are the running process's (its environment as systemd gave it); where the unit's files
+    now give other values (edited since the start), environment_drift names the variables and after_restart
+    has the port and GPUs a restart gives.
+    """
+    env = service_environment(unit, DECIDING_VARIABLES + _variables_of(unit), manager_env)
+    entry = {"unit": unit["id"], "template": _template_of(unit["id"]), "active_state": unit.get("active_state"),
+             "unit_file_state": unit.get("unit_file_state"), "main_pid": unit.get("main_pid"),
+             "python": (unit.get("command") or {}).get("python"), "port": command_port(unit, env["values"]),
+             "gpus": service_gpus(unit, env["values"], gpu_facts), "environment_from": env["source"],
+             "environment_drift": env["drift"], "environment_note": None, "after_restart": None}
+    if env["drift"]:
+        entry["environment_note"] = "%s: %s" % (DRIFT_NOTE, ", ".join(env["drift"]))
+        entry["after_restart"] = {"port": command_port(unit, env["after_restart"]),
+                                  "gpus": service_gpus(unit, env["after_restart"], gpu_facts)}
+    return entry
 
 
 def _variables_of(unit):
@@ -159,10 +147,11 @@ def _may_run_sglang(exec_start_property):
     return False
 
 
-def discover(launchers, run_systemctl, managed_dropin, gpu_facts, known=None):
+def discover(launchers, run_systemctl, managed_dropin, gpu_facts, known=None, manager_env=None):
     """[(describe(unit), unit)] of every loaded service unit whose ExecStart runs SGLang, sorted by unit.
 
     known: {unit id: read_service result} already read by the caller (not read twice).
+    manager_env: systemd's own environment for every service (service_environment.manager_environment).
     """
     known = dict(known or {})
     names = [n for n in _loaded_services(run_systemctl) if n not in known]
@@ -180,7 +169,7 @@ def discover(launchers, run_systemctl, managed_dropin, gpu_facts, known=None):
                 continue  # a unit that cannot be read is not one of ours to map
             if unit.get("exists") and unit.get("command"):
                 found.append(unit)
-    return sorted(((describe(unit, gpu_facts), unit) for unit in found), key=lambda pair: pair[0]["unit"])
+    return sorted(((describe(unit, gpu_facts, manager_env), unit) for unit in found), key=lambda pair: pair[0]["unit"])
 
 
 def is_pattern(name):

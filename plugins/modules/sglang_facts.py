@@ -179,9 +179,11 @@ RETURN = r"""
 fleet_rows:
   description:
     - With O(plan_settings), one row of the fleet report for each selected service (C(host), C(unit), C(port),
-      C(gpus), C(gpu_map), C(status) C(ready) or C(blocked), every reason, the flag names and changes a deployment
-      would make, its gateway and switch state, and the facts without the release's flag list), and none of the
-      keys below. The filter P(gpufleet.sglang.sglang_fleet_row#filter) builds one such row from the facts and a plan.
+      C(gpus) (of the running process), C(environment_drift) and C(environment_note) (the unit's files edited
+      since the start, see RV(sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason, the
+      flag names and changes a deployment would make, its gateway and switch state, and the facts without the
+      release's flag list), and none of the keys below. The filter P(gpufleet.sglang.sglang_fleet_row#filter)
+      builds one such row from the facts and a plan.
   returned: when O(plan_settings) is set
   type: list
   elements: dict
@@ -200,8 +202,16 @@ sglang_units:
       C(template) (C(sglang@.service) for an instance), C(active_state), C(unit_file_state), C(main_pid),
       C(python), C(version) (of sglang in that interpreter), C(port) (its last C(--port) with specifiers and
       variables expanded; SGLang's default 30000 without one; null when not a number) and C(gpus).
-    - C(gpus) has C(indexes) (from C(CUDA_VISIBLE_DEVICES) in its Environment= or EnvironmentFile=, else the
-      GPUs its processes hold, else null - the server sees every GPU), C(source) and C(problem).
+    - C(gpus) has C(indexes) (from C(CUDA_VISIBLE_DEVICES) in its environment, else the GPUs its processes hold,
+      else null - the server sees every GPU), C(source) and C(problem).
+    - The environment (C(CUDA_VISIBLE_DEVICES), the variables of its C(--port), C(PYTHONPATH), C(PATH) and the
+      other Python paths) of a running service is what systemd handed its process (C(/proc/MAINPID/environ)); of a
+      service that does not run, what its Environment= and EnvironmentFile= give, read with systemd 252's rules.
+      C(environment_from) says which (C(process PID) or C(unit files)).
+    - C(environment_drift) names the variables whose value in the unit's files differs from the running process's
+      (edited since the start); C(environment_note) then says so (C(edited since start, restart pending) and the
+      names) and C(after_restart) has the C(port) and C(gpus) a restart gives, which a switch plans with (null
+      without drift).
   returned: always
   type: list
   elements: dict

@@ -13,16 +13,23 @@ __metaclass__ = type
 
 
 def refusal_message(plan, facts, host, algorithm):
-    """Why this host cannot take the deployment: host, unit, release, every reason, what it knows."""
+    """Why this host cannot take the deployment: host, unit, release, every reason, and only what bears on them.
+
+    The release's install, algorithms and speculative flags come with a refusal about flags or the algorithm
+    (plan flag_errors) only: elsewhere they would bury the reason in a terminal line or a job summary.
+    """
     facts = facts or {}
     package = facts.get("package") or {}
+    about_flags = bool(plan.get("flag_errors"))
     action = "cannot revert the switch" if plan.get("mode") == "revert" else "cannot deploy %s" % algorithm
     text = "host %s, unit %s: %s" % (host, plan.get("unit"), action)
     if package:
-        text += " with sglang %s (%s install at %s, python %s)" % (
-            package.get("version"), package.get("install"), package.get("location"), facts.get("python"))
+        text += " with sglang %s" % package.get("version")
+        if about_flags:
+            text += " (%s install at %s, python %s)" % (
+                package.get("install"), package.get("location"), facts.get("python"))
     text += ": %s." % "; ".join(plan.get("errors") or [])
-    if facts.get("capabilities"):
+    if about_flags and facts.get("capabilities"):
         speculative = [f["name"] for f in (facts.get("flags") or {}).get("list") or []
                        if not f.get("hidden") and f["name"].startswith("--speculative-")]
         text += " Algorithms this release knows: %s. Speculative flags it has: %s." % (

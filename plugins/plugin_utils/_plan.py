@@ -185,7 +185,7 @@ def _empty_plan(unit, settings, switch, errors):
             "old_active": unit.get("active_state") == "active", "settings": settings,
             "algorithm": settings.get("algorithm"), "fallback": None,
             "stop": stop_plan(unit, settings, install=not switch), "gateway": None, "gpus": None,
-            "stop_units_now": []}
+            "stop_units_now": [], "flag_errors": []}
 
 
 def _new_arguments(plan, facts, unit, settings, switch):
@@ -199,10 +199,13 @@ def _new_arguments(plan, facts, unit, settings, switch):
                    "context": "shell" if command.get("wrapper") == "shell" else "systemd"}
     args = None
     if flags and (current is not None or not switch):
-        expanded_port = (facts.get("service") or {}).get("port")
+        # The new server's ${PORT} as the restart expands it (the files, where edited since the start).
+        service = facts.get("service") or {}
+        expanded_port = (service.get("after_restart") or service).get("port")
         args = plan_arguments(flags, dict(settings, expanded_port=expanded_port), current,
                               facts.get("algorithms") or ())
         plan["errors"].extend(args["errors"])
+        plan["flag_errors"] = list(args["errors"])
         plan.update(changes=args["changes"], expected_server_info=args["expected_server_info"],
                     flag_names=args["flag_names"], algorithm=args["algorithm"], fallback=args["fallback"])
     if flags and unit.get("command"):

@@ -171,6 +171,9 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
     algorithm = (plan.get("settings") or {}).get("algorithm") or algorithm
     return {"host": host, "unit": plan.get("unit"), "port": service.get("port"),
             "gpus": (service.get("gpus") or {}).get("indexes"), "gpu_map": gpu_map(facts),
+            # The port and GPUs are what runs; the unit's files may say otherwise since (restart pending).
+            "environment_drift": list(service.get("environment_drift") or []),
+            "environment_note": service.get("environment_note"),
             "status": "blocked" if plan.get("errors") else "ready",
             "reasons": list(plan.get("errors") or []), "algorithm": algorithm, "mode": plan.get("mode"),
             "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),

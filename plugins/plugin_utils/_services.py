@@ -105,7 +105,8 @@ def own_gpus(facts, settings):
         indexes = visible_gpus(str(environment["CUDA_VISIBLE_DEVICES"]), gpus)[0]
         return indexes, "CUDA_VISIBLE_DEVICES of sglang_dflash_environment"
     service = facts.get("service") or {}
-    mapped = service.get("gpus") or {}
+    # The switch restarts the service: it then runs on the GPUs its unit's files give now.
+    mapped = (service.get("after_restart") or service).get("gpus") or {}
     return mapped.get("indexes"), mapped.get("source")
 
 

@@ -71,6 +71,36 @@ def test_the_second_run_restarted_neither_replica(host):
         assert int(started_at) <= switched_at, (unit, started_at, record["time"])
 
 
+def fleet_report_rows(tmp_path):
+    """{unit: row} of fleet-report.json and the text of fleet-report.md, from a real gather_facts.yml run."""
+    run = playbook("gather_facts.yml", "-e", "sglang_fleet_report_dir=%s" % tmp_path)
+    assert run.returncode == 0, run.output
+    rows = json.loads((tmp_path / "fleet-report.json").read_text())["hosts"]
+    return dict((r["unit"], r) for r in rows), (tmp_path / "fleet-report.md").read_text()
+
+
+def test_the_report_shows_what_runs_and_that_the_files_were_edited_since(host, tmp_path):
+    # qwen-b.conf as operators leave it (tests/containers/provision.yml): comments with old values after the real
+    # ones, a continuation line, a quoted value. systemd gave the server GPUs 4-7 and port 30002; so does the report.
+    environ = host.file("/proc/%s/environ" % main_pids(host)[B]).content_string.split("\0")
+    assert "CUDA_VISIBLE_DEVICES=4,5,6,7" in environ and "SGLANG_PORT=30002" in environ
+    assert "HF_HOME=/var/cache/hf models" in environ
+    rows, _md = fleet_report_rows(tmp_path / "as-started")
+    assert (rows[B]["port"], rows[B]["gpus"], rows[B]["environment_drift"]) == (30002, [4, 5, 6, 7], [])
+    assert (rows[A]["port"], rows[A]["gpus"]) == (30000, [0, 1, 2, 3])
+    conf = host.file("/etc/sglang-replicas/qwen-b.conf").content_string
+    try:
+        # Edited, not restarted: the report shows what runs, and that a restart would give another port.
+        host.check_output("echo SGLANG_PORT=30012 >> /etc/sglang-replicas/qwen-b.conf")
+        rows, md = fleet_report_rows(tmp_path / "edited")
+        assert (rows[B]["port"], rows[B]["gpus"]) == (30002, [4, 5, 6, 7])
+        assert rows[B]["environment_drift"] == ["SGLANG_PORT"]
+        assert "sglang@qwen-b.service :30002 GPUs 4,5,6,7 (edited since start, restart pending: SGLANG_PORT)" in md
+        assert rows[A]["environment_drift"] == []
+    finally:
+        host.check_output("cat > /etc/sglang-replicas/qwen-b.conf <<'EOF'\n%sEOF" % conf)
+
+
 def test_a_replica_on_the_others_gpus_is_refused_before_any_change(host):
     host.check_output(
         "printf 'CUDA_VISIBLE_DEVICES=3,4\\nSGLANG_PORT=30004\\nGPUFLEET_STANDIN_GPU_MIB=1000\\n' "

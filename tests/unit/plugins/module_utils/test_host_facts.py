@@ -29,7 +29,10 @@ RECOMMENDS = 'print("\'python -m sglang.launch_server\' works, but \'sglang serv
 
 def test_service_python_environment_from_files_and_the_unit(tmp_path):
     env_file = tmp_path / "sglang.env"
-    env_file.write_text('# comment\nexport PYTHONPATH=/from/file\nHF_TOKEN=secret\n"VIRTUAL_ENV=/v env"\nPATH=/a\n')
+    env_file.write_text('# PYTHONHOME=/commented\nPYTHONPATH=/from/file\nHF_TOKEN=secret\n'
+                        'VIRTUAL_ENV="/v env"\nPATH=/a\n'
+                        # systemd 252 ignores both (tests/fixtures/envfile: export_prefix, invalid_names).
+                        'export PYTHONUSERBASE=/exported\n"PYTHONSAFEPATH=1"\n')
     unit = {"environment_files": [{"path": str(env_file), "optional": False},
                                   {"path": str(tmp_path / "missing.env"), "optional": True}],
             "environment": [["PATH", "/from/unit"], ["CUDA_VISIBLE_DEVICES", "0"]]}

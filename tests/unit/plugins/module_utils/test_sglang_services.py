@@ -5,14 +5,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils import sglang_services
+from ansible_collections.gpufleet.sglang.plugins.module_utils import service_environment, sglang_services
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import (
     command_port,
     discover,
     expand,
     managed_paths,
     select,
-    unit_environment,
     visible_gpus,
 )
 
@@ -25,15 +24,6 @@ def test_expand_as_systemd_does_for_an_instance():
     assert expand("$SGLANG_PORT", "sglang@qwen-b.service", env) == "30002"
     assert expand("/etc/%p/%i.conf %n %N %%", "sglang@qwen-b.service", env) == \
         "/etc/sglang/qwen-b.conf sglang@qwen-b.service sglang@qwen-b %"
-
-
-def test_the_environment_file_overrides_environment(tmp_path):
-    conf = tmp_path / "qwen-b.conf"
-    conf.write_text("CUDA_VISIBLE_DEVICES=4,5,6,7\nexport SGLANG_PORT=30002\n")
-    unit = {"environment": [["CUDA_VISIBLE_DEVICES", "0"], ["OTHER", "x"]],
-            "environment_files": [{"path": str(conf)}, {"path": str(tmp_path / "missing")}]}
-    assert unit_environment(unit, ("CUDA_VISIBLE_DEVICES", "SGLANG_PORT")) == {
-        "CUDA_VISIBLE_DEVICES": "4,5,6,7", "SGLANG_PORT": "30002"}
 
 
 def test_port_of_the_command():
@@ -98,7 +88,28 @@ def test_discover_reads_only_the_units_that_run_sglang(tmp_path, monkeypatch):
     assert [entry for entry, _unit in found] == [{
         "unit": "sglang@qwen-b.service", "template": "sglang@.service", "active_state": "active",
         "unit_file_state": None, "main_pid": 0, "python": "/opt/venv/bin/python3", "port": 30002,
-        "gpus": {"indexes": [4, 5, 6, 7], "source": "CUDA_VISIBLE_DEVICES", "problem": None}}]
+        "gpus": {"indexes": [4, 5, 6, 7], "source": "CUDA_VISIBLE_DEVICES", "problem": None},
+        "environment_from": "unit files", "environment_drift": [], "environment_note": None, "after_restart": None}]
     # cron was looked at once (its ExecStart), never read as a unit.
     assert not any(argv[-1] == "cron.service" and "-p" in argv and len(argv) == 6 for argv in calls[2:])
     assert sglang_services.SGLANG_DEFAULT_PORT == 30000
+
+
+def test_a_running_service_is_mapped_by_what_its_process_got(tmp_path, monkeypatch):
+    # The files were edited since the start: the map shows what runs, and what a restart gives.
+    conf = tmp_path / "gamma.env"
+    conf.write_text("# moved off the GPUs; was CUDA_VISIBLE_DEVICES=0,1\nCUDA_VISIBLE_DEVICES=\n; LLM_PORT=1\n"
+                    "LLM_PORT=30014\n")
+    processes = {77: {"CUDA_VISIBLE_DEVICES": "0,1", "LLM_PORT": "30013", "PATH": "/usr/bin"}}
+    monkeypatch.setattr(service_environment, "process_environment",
+                        lambda pid, names: dict((k, v) for k, v in processes[pid].items() if k in names))
+    unit = {"id": "llm@gamma.service", "active_state": "active", "main_pid": 77,
+            "environment_files": [{"path": str(conf)}],
+            "command": {"python": "/opt/venv/bin/python3",
+                        "args": [["--port", "--port"], ["${LLM_PORT}", "${LLM_PORT}"]]}}
+    entry = sglang_services.describe(unit, {"gpus": GPUS, "processes": []}, {"PATH": "/usr/bin"})
+    assert (entry["port"], entry["gpus"]["indexes"], entry["environment_from"]) == (30013, [0, 1], "process 77")
+    assert entry["environment_drift"] == ["CUDA_VISIBLE_DEVICES", "LLM_PORT"]
+    assert entry["environment_note"] == "edited since start, restart pending: CUDA_VISIBLE_DEVICES, LLM_PORT"
+    assert entry["after_restart"] == {"port": 30014, "gpus": {"indexes": [], "source": "CUDA_VISIBLE_DEVICES",
+                                                              "problem": None}}

@@ -192,3 +192,14 @@ def test_gateway_state(workers, state):
     assert gateway_state(gateway, {"http://gw:30180": workers})["summary"] == state
     assert gateway_state(gateway, {})["summary"] == "not read"
     assert gateway_state(None, {}) is None
+
+
+def test_fleet_row_shows_what_runs_and_that_the_files_were_edited_since():
+    service = {"unit": "llm@gamma.service", "port": 30013, "gpus": {"indexes": [0, 1]},
+               "environment_drift": ["CUDA_VISIBLE_DEVICES"],
+               "environment_note": "edited since start, restart pending: CUDA_VISIBLE_DEVICES",
+               "after_restart": {"port": 30013, "gpus": {"indexes": []}}}
+    row = fleet_row("gpu-1", dict(FACTS, service=service), PLAN, "DFLASH")
+    assert (row["port"], row["gpus"], row["environment_drift"]) == (30013, [0, 1], ["CUDA_VISIBLE_DEVICES"])
+    assert row["environment_note"] == "edited since start, restart pending: CUDA_VISIBLE_DEVICES"
+    assert fleet_row("gpu-1", FACTS, PLAN, "DFLASH")["environment_drift"] == []

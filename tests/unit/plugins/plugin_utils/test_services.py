@@ -2,6 +2,7 @@
 the entry's name when wrong; GPU checks per service, a sibling on other GPUs is no holder, one on the same GPUs
 is refused naming both."""
 
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import refusal_message
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import (
     apply_service_entry,
@@ -132,3 +133,53 @@ def test_the_settings_of_a_service_come_from_the_host_s_and_its_facts():
     # Without sglang_dflash_services: no entry; a unit that does not exist yet keeps the role's name.
     assert settings_for_service({"service_name": "sglang", "services": []}, {"unit": {"exists": False}}) == {
         "service_name": "sglang", "service_entry": None, "env_file": None}
+
+
+def gpu_overlap_refusal():
+    """The issue's refusal: llm@alpha on GPUs 0-3 against llm@gamma, whose process runs on GPUs 0,1."""
+    me = dict(replica("llm@alpha.service", [0, 1, 2, 3], port=30011))
+    gamma = replica("llm@gamma.service", [0, 1], port=30013)
+    facts = facts_for(NEXTN, service=me, sglang_units=[me, gamma], selected_units=["llm@alpha.service"],
+                      capabilities={"speculative_algorithm": True}, algorithms=["EAGLE", "EAGLE3", "NEXTN", "NGRAM"],
+                      package={"version": "0.5.23", "install": "regular", "python": "/opt/llm/bin/python3",
+                               "location": "/opt/llm/lib/python3.11/site-packages/sglang"},
+                      gpus={"nvidia_smi": "present", "gpus": H100X8, "processes": []})
+    facts["unit"]["id"] = "llm@alpha.service"
+    plan = deployment_plan(facts, dict(SETTINGS, stop_units=[], service_name="llm@alpha"))
+    return plan, refusal_message(plan, facts, "gpu-box-1", "DFLASH")
+
+
+def test_a_gpu_overlap_refusal_is_short_and_names_both_units_their_gpus_and_the_ways_out():
+    plan, message = gpu_overlap_refusal()
+    assert len(message) < 600, (len(message), message)
+    assert "llm@alpha.service (GPUs 0,1,2,3 from CUDA_VISIBLE_DEVICES) and llm@gamma.service (GPUs 0,1 from " \
+           "CUDA_VISIBLE_DEVICES) share GPUs 0,1" in message
+    for way_out in ("give each service its own GPUs (CUDA_VISIBLE_DEVICES", "add llm@gamma.service to "
+                    "sglang_dflash_stop_units", "set sglang_dflash_require_free_gpus=false"):
+        assert way_out in message
+    # The release's flags bear on flag refusals only.
+    assert "--speculative-" not in message and "Algorithms this release knows" not in message
+    assert plan["flag_errors"] == []
+
+
+def test_a_refusal_about_the_algorithm_still_lists_what_the_release_has():
+    # A build without DDTREE: its flags bear on the reason.
+    facts = facts_for(NEXTN, capabilities={"speculative_algorithm": True}, algorithms=["DFLASH", "EAGLE"],
+                      package={"version": "0.5.23", "install": "regular", "location": "/opt/x"})
+    plan = deployment_plan(facts, dict(SETTINGS, stop_units=[], require_free_gpus=False, algorithm="DDTREE",
+                                       ddtree_budget=15))
+    message = refusal_message(plan, facts, "gpu-box-1", "DDTREE")
+    assert plan["flag_errors"] and "speculative algorithm DDTREE is not supported by this release" in message
+    assert "Algorithms this release knows: DFLASH, EAGLE. Speculative flags it has: --speculative-" in message
+    assert "(regular install at /opt/x" in message
+
+
+def test_a_restart_gives_the_gpus_and_port_the_files_say_now():
+    # Its process runs on GPUs 0,1 (port 30013); the files, edited since, say no GPU and port 30014.
+    me = dict(replica("sglang-qwen.service", [0, 1], port=30013), environment_drift=["CUDA_VISIBLE_DEVICES"],
+              after_restart={"port": 30014, "gpus": {"indexes": [], "source": "CUDA_VISIBLE_DEVICES"}})
+    facts = facts_for(NEXTN, service=me, sglang_units=[me], selected_units=["sglang-qwen.service"],
+                      gpus={"nvidia_smi": "present", "gpus": H100X8, "processes": []})
+    assert own_gpus(facts, SETTINGS) == ([], "CUDA_VISIBLE_DEVICES")
+    plan = deployment_plan(facts, dict(SETTINGS, stop_units=[]))
+    assert plan["gpus"] == []
