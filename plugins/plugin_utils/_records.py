@@ -65,6 +65,8 @@ def host_result(plan, facts, host, observed):
         "host": host, "unit": plan.get("unit"), "mode": plan.get("mode"),
         "release": package.get("version"), "install": package.get("install"),
         "algorithm": plan.get("algorithm"), "fallback": plan.get("fallback"),
+        # Limits of the release the operator accepted (sglang_dflash_allow_release_limits), for the summary.
+        "accepted_limits": (plan.get("release_limits") or {}).get("accepted") or [],
         "changed": plan.get("needs_change"), "changes": plan.get("changes"),
         "old_exec_start": plan.get("old_exec_start"), "new_exec_start": plan.get("exec_start"),
         "files": [f.get("path") for f in (plan.get("files") or {}).values()],
