@@ -84,7 +84,8 @@ def plan_lines(plan):
     lines.append("gateway: %s" % (("out of %s as %s while it is switched, then back"
                                    % (", ".join(gateway["urls"]), gateway["worker_url"])) if gateway
                                   else "none (sglang_dflash_gateway_urls)"))
-    lines.extend("release limits accepted: %s" % text for text in (plan.get("release_limits") or {}).get("accepted") or [])
+    accepted = (plan.get("release_limits") or {}).get("accepted") or []
+    lines.extend("release limits accepted: %s" % text for text in accepted)
     return lines
 
 

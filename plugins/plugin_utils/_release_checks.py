@@ -199,10 +199,11 @@ def release_limit_findings(facts, algorithm, args, gpu_indexes):
 
 
 def release_limits_check(facts, settings, algorithm, args, gpu_indexes):
-    """{errors, accepted, unknown, read}: the refusals (each naming the release, the GPUs, the flag and what to do),
-    the limits the operator accepted (sglang_dflash_allow_release_limits) and those that cannot be told."""
+    """{errors, refused, accepted, unknown, read}: the refusals, each naming the release, the GPUs, the flag and
+    what to do (refused: their limit ids); the limits the operator accepted (sglang_dflash_allow_release_limits);
+    those that cannot be told (a condition of a shape not read, or a value not known)."""
     limits = facts.get("limits")
-    result = {"errors": [], "accepted": [], "unknown": [], "read": bool(limits)}
+    result = {"errors": [], "refused": [], "accepted": [], "unknown": [], "read": bool(limits)}
     if not limits or args is None:
         return result
     findings, values = release_limit_findings(facts, algorithm, args, gpu_indexes)
@@ -219,6 +220,7 @@ def release_limits_check(facts, settings, algorithm, args, gpu_indexes):
         elif found["id"] in allowed:
             result["accepted"].append("%s [%s, accepted by sglang_dflash_allow_release_limits]" % (text, found["id"]))
         else:
+            result["refused"].append(found["id"])
             result["errors"].append("%s; %s, or accept the risk with sglang_dflash_allow_release_limits: [%s]"
                                     % (text, found["todo"] or "change the command line", found["id"]))
     return result
@@ -235,4 +237,16 @@ def _what(found, values):
     return names.get(found["id"], found["id"])
 
 
-__all__ = ["KNOWN_ISSUES", "LIMIT_IDS", "release_limits_check", "release_limit_findings", "gpus_described"]
+def why_not(plan):
+    """What keeps a host from the deployment, for the fleet report's filter: "gpu" (an attention backend's GPU
+    architecture), "release" (another limit of the release), "other" (any other reason), or None (ready)."""
+    if not plan.get("errors"):
+        return None
+    refused = (plan.get("release_limits") or {}).get("refused") or []
+    if "attention_backend_arch" in refused:
+        return "gpu"
+    return "release" if refused else "other"
+
+
+__all__ = ["KNOWN_ISSUES", "LIMIT_IDS", "release_limits_check", "release_limit_findings", "gpus_described",
+           "why_not"]

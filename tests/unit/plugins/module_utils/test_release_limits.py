@@ -36,7 +36,7 @@ def setting_terms(limit):
 
 def test_a_release_without_dflash_states_no_dflash_limit(limits):
     assert limits["0.5.6"]["problems"] == []
-    assert [l for l in limits["0.5.6"]["limits"] if l["algorithm"]] == []
+    assert [limit for limit in limits["0.5.6"]["limits"] if limit["algorithm"]] == []
 
 
 def test_0_5_11_refuses_dp_attention_and_pipeline_parallelism_in_server_args(limits):

@@ -6,6 +6,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gpu_arch import describe
 from ansible_collections.gpufleet.sglang.plugins.module_utils.nvidia_smi import parse_gpus
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import limits_from_package
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import plan_lines
@@ -34,7 +35,9 @@ def host(release_limits, version, gpus_csv, line=NEXTN):
     facts = facts_for(line, version)
     facts["package"] = {"version": version}
     facts["limits"] = release_limits[version]
-    facts["gpus"]["gpus"] = parse_gpus((FIXTURES / "nvidia-smi" / gpus_csv).read_text())
+    facts["gpus"]["gpus"] = [dict(g, architecture=describe(g["compute_capability"])["architecture"],
+                                  sm=describe(g["compute_capability"])["sm"])  # as query_gpus adds them
+                             for g in parse_gpus((FIXTURES / "nvidia-smi" / gpus_csv).read_text())]
     return facts
 
 
@@ -101,8 +104,8 @@ def test_disaggregation_decode_is_refused_naming_the_upstream_issue(release_limi
 
 
 @pytest.mark.parametrize("version, args, refused", [
-    ("0.5.11", ["--enable-dp-attention", "--dp-size", "2"], "Currently DFLASH speculative decoding does not support dp"),
-    ("0.5.16", ["--enable-dp-attention", "--dp-size", "2"], "Currently DFLASH speculative decoding does not support dp"),
+    ("0.5.11", ["--enable-dp-attention", "--dp-size", "2"], "does not support dp attention"),
+    ("0.5.16", ["--enable-dp-attention", "--dp-size", "2"], "does not support dp attention"),
     ("0.5.23", ["--attn-dp-size", "2"], "DFLASH with dp attention requires --enable-dp-lm-head."),
     ("0.5.11", ["--pp-size", "2"], "--pp-size 2: Currently DFLASH speculative decoding only supports pp_size == 1."),
     ("0.5.23", ["--pipeline-parallel-size", "2"], "Currently DFLASH speculative decoding only supports pp_size == 1"),
@@ -141,3 +144,17 @@ def test_the_table_rows_name_upstream_releases_and_how_to_lift():
     for row in KNOWN_ISSUES:
         assert row["upstream"] and row["todo"] and len(row["releases"]) == 2
     assert version_tuple("0.5.23.post1") == (0, 5, 23) and version_tuple("abc") is None
+
+
+def test_the_fleet_row_says_why_not_for_the_report_s_filter(release_limits):
+    from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import fleet_row
+
+    def row(version, gpus, extra_args):
+        facts = host(release_limits, version, gpus)
+        return fleet_row("gpu-07", facts, deployment_plan(facts, dict(SETTINGS, extra_args=extra_args)))
+    assert row("0.5.23", RTX, ["--attention-backend", "trtllm_mha"])["why_not"] == "gpu"
+    assert row("0.5.23", H100, ["--disaggregation-mode", "decode"])["why_not"] == "release"
+    assert row("0.5.23", H100, ["--no-such-flag"])["why_not"] == "other"
+    ready = row("0.5.23", B200, ["--attention-backend", "trtllm_mha"])
+    assert (ready["status"], ready["why_not"]) == ("ready", None)
+    assert [g["sm"] for g in ready["facts"]["gpus"]["gpus"]] == ["sm_100"] * 8
