@@ -63,7 +63,10 @@ def _setting(node):
 
 def _sm_major(node):
     """The major compute capability an architecture test names (is_sm100_supported() / x.is_sm120), or None.
-    SGLang's tests compare torch.cuda.get_device_capability()[0]: sm100 -> 10, sm90 -> 9, sm120 -> 12."""
+    SGLang's tests compare torch.cuda.get_device_capability()[0] (0.5.23 utils/common.py: is_sm100_supported is
+    device_capability_majors=[10], is_sm90_supported [9], is_sm120_supported [12]; get_platform().is_sm100 maps
+    to it); their CUDA-version half is the torch build's, which no GPU host runs below. Other names
+    (is_sm100_or_sm110, is_blackwell) are not read: they become unknown terms."""
     name = None
     if isinstance(node, ast.Call) and not node.args:
         func = node.func

@@ -71,40 +71,45 @@ def _in_releases(version, releases):
     return (first is None or found >= version_tuple(first)) and (last is None or found <= version_tuple(last))
 
 
-def command_settings(args, flags):
-    """What a limit's terms read, from the new command line (argv values): {setting: value or None when unset}.
-    attn_dp: attention data parallelism (--enable-dp-attention, or --attn-dp-size above 1 in 0.5.23)."""
-    index = flag_index(flags or [])
+class CommandLine(object):
+    """The new command line (argv values) as a limit's terms read it: a setting's value, None when it is not given."""
 
-    def value(option):
-        flag = index.get(option)
+    def __init__(self, args, flags):
+        self.args = list(args or [])
+        self.index = flag_index(flags or [])
+
+    def option(self, option):
+        """The last value of an option or any of its aliases (True for a switch), None when absent."""
+        flag = self.index.get(option)
         if flag is None:
             return None
         names = set([flag["name"]] + list(flag.get("aliases") or []))
         found = None
-        for i, arg in enumerate(args):
+        for i, arg in enumerate(self.args):
             name, eq, inline = arg.partition("=")
             if name in names:
                 if not flag.get("takes_value"):
                     found = True
                 else:
-                    found = inline if eq else (args[i + 1] if i + 1 < len(args) else None)
+                    found = inline if eq else (self.args[i + 1] if i + 1 < len(self.args) else None)
         return found
 
-    def option_of(setting):
-        return "--" + setting.replace("_", "-")
+    def backend_flag(self, setting):
+        """The option that sets a phase's attention backend (the phase's own flag first), or None."""
+        return next((o for o in _BACKEND_FLAGS[setting] if self.option(o) is not None), None)
 
-    out = {}
-    for setting, options in _BACKEND_FLAGS.items():
-        out[setting] = next((value(o) for o in options if value(o) is not None), None)
-        out[setting + "_flag"] = next((o for o in options if value(o) is not None), None)
-    dp_size = value("--attn-dp-size")
-    out["attn_dp"] = bool(value("--enable-dp-attention")) or (str(dp_size).isdigit() and int(dp_size) > 1)
-    out["_value"] = lambda setting: value(option_of(setting))
-    return out
+    def setting(self, name):
+        if name in _BACKEND_FLAGS:
+            flag = self.backend_flag(name)
+            return self.option(flag) if flag else None
+        if name == "attn_dp":
+            # Attention data parallelism: --enable-dp-attention, or (0.5.23) --attn-dp-size above 1.
+            dp_size = self.option("--attn-dp-size")
+            return bool(self.option("--enable-dp-attention")) or (str(dp_size).isdigit() and int(dp_size) > 1)
+        return self.option("--" + name.replace("_", "-"))
 
 
-def _term(term, settings, defaults, majors):
+def _term(term, command, defaults, majors):
     """True, False or None (cannot tell) for one term."""
     if term["kind"] == "arch":
         if not majors or None in majors:
@@ -115,8 +120,8 @@ def _term(term, settings, defaults, majors):
     if term["kind"] != "setting":
         return None
     name = term["setting"]
-    value = settings[name] if name in settings else settings["_value"](name)
-    if value is None and name not in settings:
+    value = command.setting(name)
+    if value is None:
         value = term.get("unset", defaults.get(name))
     if name == "device" and value is None:
         value = "cuda"  # unset, SGLang picks CUDA on a host with NVIDIA GPUs
@@ -142,8 +147,8 @@ def _compare(op, value, wanted, unset_is_auto):
             "<": value < wanted, "<=": value <= wanted}[op]
 
 
-def _all(terms, settings, defaults, majors):
-    results = [_term(t, settings, defaults, majors) for t in terms]
+def _all(terms, command, defaults, majors):
+    results = [_term(t, command, defaults, majors) for t in terms]
     if False in results:
         return False
     return None if None in results else True
@@ -171,14 +176,14 @@ def release_limit_findings(facts, algorithm, args, gpu_indexes):
     version = (facts.get("package") or {}).get("version")
     gpus = (facts.get("gpus") or {}).get("gpus") or []
     _words, majors = gpus_described(gpus, gpu_indexes)
-    settings = command_settings(args, (facts.get("flags") or {}).get("list"))
+    command = CommandLine(args, (facts.get("flags") or {}).get("list"))
     defaults = limits.get("defaults") or {}
     findings, source_ids = [], set()
     for limit in limits.get("limits") or []:
         if limit["algorithm"] not in (None, algorithm):
             continue
         source_ids.add(limit["id"])
-        hit = _all(limit["terms"], settings, defaults, majors)
+        hit = _all(limit["terms"], command, defaults, majors)
         if hit is not False:
             findings.append({"id": limit["id"], "origin": "source", "problem": limit["message"],
                              "where": limit["source"], "todo": TODO.get(limit["id"]), "unknown": hit is None})
@@ -191,11 +196,11 @@ def release_limit_findings(facts, algorithm, args, gpu_indexes):
             continue  # the release's source states this limit: its own check decides
         if row["id"] == "attention_backend_arch" and any(f["id"] == row["id"] and not f["unknown"] for f in findings):
             continue  # the release refuses it already, in its own words
-        hit = _all(row["terms"], settings, defaults, majors)
+        hit = _all(row["terms"], command, defaults, majors)
         if hit:
             findings.append({"id": row["id"], "origin": "known issue", "problem": row["problem"],
                              "where": row["upstream"], "todo": row["todo"], "unknown": False})
-    return findings, settings
+    return findings, command
 
 
 def release_limits_check(facts, settings, algorithm, args, gpu_indexes):
@@ -206,12 +211,12 @@ def release_limits_check(facts, settings, algorithm, args, gpu_indexes):
     result = {"errors": [], "refused": [], "accepted": [], "unknown": [], "read": bool(limits)}
     if not limits or args is None:
         return result
-    findings, values = release_limit_findings(facts, algorithm, args, gpu_indexes)
+    findings, command = release_limit_findings(facts, algorithm, args, gpu_indexes)
     version = (facts.get("package") or {}).get("version")
     gpu_words, _majors = gpus_described((facts.get("gpus") or {}).get("gpus") or [], gpu_indexes)
     allowed = set(settings.get("allow_release_limits") or [])
     for found in findings:
-        what = _what(found, values)
+        what = _what(found, command)
         text = "sglang %s on %s: %s: %s (%s %s)" % (
             version, gpu_words, what, found["problem"],
             "the release's check at" if found["origin"] == "source" else "upstream", found["where"])
@@ -226,15 +231,17 @@ def release_limits_check(facts, settings, algorithm, args, gpu_indexes):
     return result
 
 
-def _what(found, values):
-    """The flag behind a finding, as the command line has it."""
+def _what(found, command):
+    """The flag behind a finding, as the new command line has it."""
     if found["id"] == "attention_backend_arch":
-        flag = values.get("prefill_backend_flag") or values.get("decode_backend_flag")
-        return "%s %s" % (flag, values.get("prefill_backend") or values.get("decode_backend"))
-    names = {"dp_attention": "attention data parallelism", "pipeline_parallel": "--pp-size %s" % values["_value"](
-        "pp_size"), "disaggregation": "--disaggregation-mode %s" % values["_value"]("disaggregation_mode"),
-        "page_size": "--page-size %s" % values["_value"]("page_size"), "attention_backend": "the attention backend"}
-    return names.get(found["id"], found["id"])
+        flag = command.backend_flag("prefill_backend") or command.backend_flag("decode_backend")
+        return "%s %s" % (flag, command.option(flag))
+    if found["id"] == "dp_attention":
+        return "attention data parallelism"
+    setting = {"pipeline_parallel": "pp_size", "disaggregation": "disaggregation_mode", "page_size": "page_size",
+               "attention_backend": "attention_backend"}.get(found["id"])
+    value = command.setting(setting) if setting else None
+    return "--%s %s" % (setting.replace("_", "-"), value) if value is not None else found["id"]
 
 
 def why_not(plan):

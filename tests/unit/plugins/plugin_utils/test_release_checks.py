@@ -12,7 +12,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits imp
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import plan_lines
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import KNOWN_ISSUES, version_tuple
-from plan_facts import NEXTN, SETTINGS, facts_for
+from plan_facts import NEXTN, SETTINGS, ddtree_build_flags, facts_for
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 RTX = "rtx-pro-6000x8-SIMULATED.gpus.csv"
@@ -158,3 +158,16 @@ def test_the_fleet_row_says_why_not_for_the_report_s_filter(release_limits):
     ready = row("0.5.23", B200, ["--attention-backend", "trtllm_mha"])
     assert (ready["status"], ready["why_not"]) == ("ready", None)
     assert [g["sm"] for g in ready["facts"]["gpus"]["gpus"]] == ["sm_100"] * 8
+
+
+def test_ddtree_needs_page_size_1_from_the_table_where_the_build_s_source_says_nothing(release_limits):
+    # A patched 0.5.23 build with DDTree (pull request 29907): its source here is 0.5.23's, which has no DDTREE check.
+    facts = host(release_limits, "0.5.23", H100)
+    facts.update(flags={"list": ddtree_build_flags()}, algorithms=["DFLASH", "DDTREE"])
+    settings = dict(SETTINGS, algorithm="DDTREE")
+    [error] = limit_errors(deployment_plan(facts, dict(settings, extra_args=["--page-size", "16"])))
+    assert "--page-size 16: DDTree needs --page-size 1" in error and "pull request #29907" in error
+    assert deployment_plan(facts, dict(settings, extra_args=["--page-size", "1"]))["errors"] == []
+    assert deployment_plan(facts, settings)["errors"] == []  # unset: the build's default
+    # The table row is for DDTREE only.
+    assert deployment_plan(facts, dict(SETTINGS, extra_args=["--page-size", "16"]))["errors"] == []
