@@ -166,28 +166,29 @@ def _algorithm_of_test(test):
     return None
 
 
-def _raises(statements, conditions, source):
-    """(conditions, message, line) of each raise/assert in statements, with the if-conditions that lead to it."""
+def _raises(statements, conditions, source, out=None):
+    """[(conditions, message, line)] of each raise/assert in statements, with the if-conditions that lead to it."""
+    out = [] if out is None else out
     for stmt in statements:
         if isinstance(stmt, ast.Raise):
-            yield conditions, _message(stmt.exc, source), stmt.lineno
+            out.append((conditions, _message(stmt.exc, source), stmt.lineno))
         elif isinstance(stmt, ast.Assert):
-            yield conditions + terms_of(stmt.test, source, negated=True), _message(stmt.msg, source), stmt.lineno
+            out.append((conditions + terms_of(stmt.test, source, negated=True), _message(stmt.msg, source),
+                        stmt.lineno))
         elif isinstance(stmt, ast.If):
-            for found in _raises(stmt.body, conditions + terms_of(stmt.test, source), source):
-                yield found
+            _raises(stmt.body, conditions + terms_of(stmt.test, source), source, out)
             if stmt.orelse:
                 # Only a plain condition can be negated as a whole; an `and` in an else becomes unknown.
                 test_terms = terms_of(stmt.test, source)
                 negated = [dict(test_terms[0], negated=not test_terms[0]["negated"])] if len(test_terms) == 1 \
                     else [{"kind": "unknown", "text": "not (%s)" % _text(stmt.test, source), "negated": False}]
-                for found in _raises(stmt.orelse, conditions + negated, source):
-                    yield found
+                _raises(stmt.orelse, conditions + negated, source, out)
         elif isinstance(stmt, (ast.With, ast.For, ast.While, ast.Try)):
+            # A raise inside a loop, a with or a try depends on what runs there: never read as certain.
             inner = list(stmt.body) + [s for h in getattr(stmt, "handlers", []) for s in h.body]
-            for found in _raises(inner, conditions + [{"kind": "unknown", "text": type(stmt).__name__.lower(),
-                                                       "negated": False}], source):
-                yield found
+            _raises(inner, conditions + [{"kind": "unknown", "text": type(stmt).__name__.lower(), "negated": False}],
+                    source, out)
+    return out
 
 
 def _limit_id(terms):
