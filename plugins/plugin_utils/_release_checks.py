@@ -18,6 +18,7 @@ import re
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gpu_arch import describe, sm_major
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import LIMIT_IDS
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import flag_index
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import gpus_text
 
 _BACKEND_FLAGS = {"prefill_backend": ("--prefill-attention-backend", "--attention-backend"),
                   "decode_backend": ("--decode-attention-backend", "--attention-backend")}
@@ -164,8 +165,8 @@ def gpus_described(gpus, indexes):
             else "%s, compute capability unknown" % gpu.get("name")
         if kind not in kinds:
             kinds.append(kind)
-    which = ",".join(str(g.get("index")) for g in chosen)
-    return ("GPU%s %s (%s)" % ("s" if len(chosen) > 1 else "", which, "; ".join(kinds)) if chosen else "no GPU seen",
+    which = gpus_text([g.get("index") for g in chosen])
+    return ("%s (%s)" % (which, "; ".join(kinds)) if chosen else "no GPU seen",
             [sm_major(g.get("compute_capability")) for g in chosen])
 
 
