@@ -248,4 +248,6 @@ def test_fleet_report_shows_a_broken_host_as_blocked_with_the_reason(host, tmp_p
     rows = json.loads((tmp_path / "fleet-report.json").read_text())["hosts"]
     assert [r["status"] for r in rows] == ["blocked"]
     assert any("interpreter /nonexistent/python3" in reason for reason in rows[0]["reasons"]), rows[0]["reasons"]
+    assert rows[0]["why_not"] == "other"  # not its GPU, not its release: the report's filter says so
+    assert set((g["architecture"], g["sm"]) for g in rows[0]["facts"]["gpus"]["gpus"]) == {("Hopper", "sm_90")}
     assert "0 of 1 hosts can take the deployment" in run.stdout
