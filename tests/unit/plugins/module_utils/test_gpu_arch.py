@@ -1,6 +1,11 @@
 """GPU architecture names by compute capability (module_utils/gpu_arch.py), on the real H200 capture and the
 SIMULATED B200 and RTX PRO 6000 fixtures."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
 from pathlib import Path
 
 import pytest

@@ -1,6 +1,11 @@
 """The limits a release states in its own source (module_utils/release_limits.py), read from the real sources of
 SGLang 0.5.6, 0.5.11, 0.5.16 and 0.5.23 (tests/fixtures/sglang/<release>/parser-sources.tar.xz)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
 import tarfile
 from pathlib import Path
 
