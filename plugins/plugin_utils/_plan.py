@@ -190,7 +190,7 @@ def _empty_plan(unit, settings, switch, errors):
             "old_active": unit.get("active_state") == "active", "settings": settings,
             "algorithm": settings.get("algorithm"), "fallback": None,
             "stop": stop_plan(unit, settings, install=not switch), "gateway": None, "gpus": None,
-            "stop_units_now": [], "release_limits": None}
+            "stop_units_now": []}
 
 
 def _new_arguments(plan, facts, unit, settings, switch):
