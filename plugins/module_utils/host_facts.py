@@ -26,6 +26,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
     cli_flags,
     nvidia_smi,
     python_package,
+    release_limits,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.service_environment import (
@@ -342,6 +343,9 @@ class _Run(object):
                 release["capabilities"] = flags["capabilities"]
             except cli_flags.FlagsError as exc:
                 problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))
+        # What this release refuses at startup for DFLASH/DDTREE or a GPU architecture, from its own source.
+        release["limits"] = release_limits.limits_from_package(package["location"]) \
+            if package.get("location") else None
         release["algorithms"] = supported_algorithms(
             release["capabilities"], (release["implementation"] or {}).get("definitions") or []) \
             if release["capabilities"] else []
@@ -350,7 +354,7 @@ class _Run(object):
 
 
 _NO_RELEASE = {"problems": [], "package": None, "entry_point": None, "implementation": None, "flags": None,
-               "capabilities": None, "algorithms": []}
+               "capabilities": None, "algorithms": [], "limits": None}
 
 
 def _managed_files(facts, params):

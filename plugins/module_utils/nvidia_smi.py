@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gpu_arch import describe
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
 
 # --query-gpu fields, in the order asked, with the key and the kind of value each gets in a GPU dict.
@@ -221,6 +222,10 @@ def query_gpus(nvidia_smi=None, timeout=30):
         return _empty("error", error="%s printed something else than the CSV asked for: %s" % (smi, exc),
                       nvidia_smi_path=smi)
     gpus, apps = attach(gpus, apps)
+    for gpu in gpus:
+        # The architecture's name and sm_XY beside the capability: what the plan's GPU limits and the report name.
+        arch = describe(gpu.get("compute_capability"))
+        gpu.update(architecture=arch["architecture"], sm=arch["sm"])
     return {
         "nvidia_smi": "present",
         "nvidia_smi_path": smi,

@@ -93,10 +93,13 @@ cuda_version:
 gpus:
   description:
     - GPUs in index order, each with C(index), C(name), C(uuid), C(memory_total_mib), C(memory_used_mib),
-      C(utilization_gpu_pct), C(driver_version), C(compute_capability), C(mig_mode), C(persistence_mode) and
-      C(processes) (the PIDs of its compute processes).
+      C(utilization_gpu_pct), C(driver_version), C(compute_capability), C(mig_mode), C(persistence_mode),
+      C(architecture), C(sm) and C(processes) (the PIDs of its compute processes).
     - C(compute_capability) is the text nvidia-smi prints, for example C(9.0) (Hopper, such as H100 and H200),
-      C(8.9) (L40S), C(8.0) (A100).
+      C(8.9) (L40S), C(8.0) (A100), C(10.0) (B200), C(12.0) (RTX PRO 6000 Blackwell).
+    - C(architecture) is the architecture's name for that capability (C(Hopper), C(Blackwell), C(Ada Lovelace), ...)
+      and C(sm) the compiler's name for it (C(sm_90), C(sm_100), C(sm_120)); both null where the capability is not
+      known. One table in the collection (C(module_utils/gpu_arch.py)) gives both.
     - C(mig_mode) is the current MIG mode, C(Enabled) or C(Disabled); null on GPUs without MIG.
     - C(persistence_mode) is C(Enabled) or C(Disabled).
     - A value nvidia-smi does not know (C([N/A]), C([Not Supported])) is null.
@@ -114,6 +117,8 @@ gpus:
       compute_capability: "9.0"
       mig_mode: Disabled
       persistence_mode: Enabled
+      architecture: Hopper
+      sm: sm_90
       processes: [620]
 processes:
   description:

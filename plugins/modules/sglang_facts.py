@@ -274,8 +274,32 @@ algorithms:
   returned: always
   type: list
   elements: str
+limits:
+  description:
+    - What the installed release refuses at startup, read from its own source with C(ast) (C(srt/server_args.py),
+      C(srt/arg_groups/*.py)), nothing imported; null where the package's location is not known.
+    - C(limits) is a list of C(id) (C(dp_attention), C(pipeline_parallel), C(disaggregation), C(page_size),
+      C(attention_backend), C(attention_backend_arch)), C(kind) (C(algorithm) for a check of DFLASH or DDTREE,
+      C(architecture) for an attention backend tied to GPU architectures), C(algorithm), C(terms) (the
+      conditions, all of which make the release refuse; a condition of a shape not read is an C(unknown) term,
+      never guessed), C(message) (the release's own text) and C(source) (file:line).
+    - C(defaults) holds the literal defaults of the settings the terms read; C(files) how many files were read;
+      C(problems) what could not be read.
+  returned: always
+  type: dict
+  sample:
+    limits:
+      - id: pipeline_parallel
+        kind: algorithm
+        algorithm: DFLASH
+        terms: [{kind: setting, setting: pp_size, op: "!=", value: 1, negated: false}]
+        message: Currently DFLASH speculative decoding only supports pp_size == 1.
+        source: sglang/srt/arg_groups/speculative_hook.py:320
+    defaults: {pp_size: 1}
+    files: 39
+    problems: []
 gpus:
-  description: What M(gpufleet.sglang.gpu_info) returns.
+  description: What M(gpufleet.sglang.gpu_info) returns (each GPU with its C(architecture) and C(sm)).
   returned: always
   type: dict
 model:

@@ -91,6 +91,8 @@ def plan_lines(plan):
     lines.append("gateway: %s" % (("out of %s as %s while it is switched, then back"
                                    % (", ".join(gateway["urls"]), gateway["worker_url"])) if gateway
                                   else "none (sglang_dflash_gateway_urls)"))
+    accepted = (plan.get("release_limits") or {}).get("accepted") or []
+    lines.extend("release limits accepted: %s" % text for text in accepted)
     return lines
 
 
@@ -156,6 +158,7 @@ def _service_lines(host, r):
         lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
     if r.get("fallback"):
         lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
+    lines.extend("  release limit accepted: %s" % text for text in r.get("accepted_limits") or [])
     traffic = r.get("traffic") or {}
     if traffic.get("out_of_rotation_s") not in (None, ""):
         lines.append("  rotation: out of %s for %ss; drained %s request(s) in %ss" % (

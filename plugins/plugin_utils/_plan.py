@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit impor
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import gpu_holders, host_drafter_problems
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import release_limits_check
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import (
     gpus_text,
     overlapping_services,
@@ -159,6 +160,10 @@ def _decide(facts, raw_settings):
                       "rename them or set sglang_dflash_dropin_name to sort last"
                       % (", ".join(unit["later_exec_start_dropins"]), settings.get("dropin_name")))
     args = _new_arguments(plan, facts, unit, settings, switch)
+    # What this release refuses or crashes on with the new command line on these GPUs, before any change.
+    plan["release_limits"] = release_limits_check(facts, settings, plan["algorithm"], (args or {}).get("args"),
+                                                  gpus[0])
+    errors.extend(plan["release_limits"]["errors"])
     env_vars = dict((str(k), v) for k, v in (settings.get("environment") or {}).items())
     env_vars.update((args or {}).get("secret_env") or {})
     env_content, env_problems = environment_file_content(env_vars)

@@ -18,6 +18,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import why_not
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import text_sha256
 
 # The facts a fleet row leaves out: the module's own bookkeeping, and the release's full flag list
@@ -65,6 +66,8 @@ def host_result(plan, facts, host, observed):
         "host": host, "unit": plan.get("unit"), "mode": plan.get("mode"),
         "release": package.get("version"), "install": package.get("install"),
         "algorithm": plan.get("algorithm"), "fallback": plan.get("fallback"),
+        # Limits of the release the operator accepted (sglang_dflash_allow_release_limits), for the summary.
+        "accepted_limits": (plan.get("release_limits") or {}).get("accepted") or [],
         "changed": plan.get("needs_change"), "changes": plan.get("changes"),
         "old_exec_start": plan.get("old_exec_start"), "new_exec_start": plan.get("exec_start"),
         "files": [f.get("path") for f in (plan.get("files") or {}).values()],
@@ -163,6 +166,7 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
                 "reasons": ["no facts: the host %s (see the play output)"
                             % ("failed while gathering" if reached else "was unreachable")],
                 "facts": None, "flag_names": {}, "changes": None, "algorithm": algorithm or "DFLASH",
+                "why_not": "other",
                 "gateway": None, "switch": None}
     shown = dict((k, v) for k, v in facts.items() if k not in _FACTS_NOT_IN_ROW)
     shown["flags"] = dict((k, v) for k, v in (facts.get("flags") or {}).items() if k != "list")
@@ -175,7 +179,8 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
             "environment_drift": list(service.get("environment_drift") or []),
             "environment_note": service.get("environment_note"),
             "status": "blocked" if plan.get("errors") else "ready",
-            "reasons": list(plan.get("errors") or []), "algorithm": algorithm, "mode": plan.get("mode"),
+            "reasons": list(plan.get("errors") or []), "why_not": why_not(plan),
+            "algorithm": algorithm, "mode": plan.get("mode"),
             "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),
             "switch": plan.get("switch_state") or switch_state(facts, plan), "facts": shown}
 

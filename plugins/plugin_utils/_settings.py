@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import LIMIT_IDS
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, relabel
 
 # Role variable -> (lowest, highest) for the integers the role uses; None: no bound.
@@ -138,6 +139,10 @@ def _shapes(settings):
         problems.append("sglang_dflash_environment must be a mapping of variable names to values")
     if not isinstance(settings.get("stop_units") or [], list):
         problems.append("sglang_dflash_stop_units must be a list of unit names")
+    allowed = settings.get("allow_release_limits") or []
+    if not isinstance(allowed, list) or not set(allowed) <= set(LIMIT_IDS):
+        problems.append("sglang_dflash_allow_release_limits must be a list of limit ids (%s), not %r"
+                        % (", ".join(LIMIT_IDS), allowed))
     gateways = settings.get("gateway_urls") or []
     if not isinstance(gateways, list) or not all(str(u).startswith(("http://", "https://")) for u in gateways):
         problems.append("sglang_dflash_gateway_urls must be a list of http:// or https:// URLs, not %r" % (gateways,))

@@ -26,16 +26,19 @@ def row(i):
         return {"host": "gpu-39", "status": "blocked", "reasons": ["interpreter /nonexistent/python3 does not exist"],
                 "facts": {"python": "/nonexistent/python3", "package": None, "flags": None, "algorithms": [],
                           "gpus": {"nvidia_smi": "missing", "gpus": [], "processes": []}},
-                "flag_names": {}, "changes": None, "algorithm": "DFLASH"}
+                "flag_names": {}, "changes": None, "algorithm": "DFLASH", "why_not": "other"}
     status = ["ready", "ready", "blocked", "ready", "unreachable"][i % 5]
     if status == "unreachable":
         return {"host": "gpu-%02d" % i, "status": status, "reasons": ["no facts: the host was unreachable"],
-                "facts": None, "flag_names": {}, "changes": None, "algorithm": "DFLASH"}
+                "facts": None, "flag_names": {}, "changes": None, "algorithm": "DFLASH", "why_not": "other"}
     version = "0.5.6" if status == "blocked" else ("0.5.11" if i % 3 == 0 else "0.5.23")
     state = SWITCH_STATES[i % 4]
     gpu = "NVIDIA H200" if i % 2 else "NVIDIA L40S"
+    arch = ("Hopper", "sm_90") if i % 2 else ("Ada Lovelace", "sm_89")
+    # Blocked by its GPU's architecture (an attention backend the release ties to another), or by another reason.
+    why_not = ("gpu" if i % 10 == 2 else "other") if status == "blocked" else None
     return {
-        "host": "gpu-%02d" % i, "status": status, "algorithm": "DFLASH", "mode": "switch",
+        "host": "gpu-%02d" % i, "status": status, "algorithm": "DFLASH", "mode": "switch", "why_not": why_not,
         "reasons": ["speculative algorithm DFLASH is not supported by this release"] if status == "blocked" else [],
         "flag_names": {"algorithm": "--speculative-algorithm"},
         "switch": {"state": state, "reason": "the reason for %s" % state, "notes": [],
@@ -45,7 +48,8 @@ def row(i):
         "facts": {"python": "/opt/ml-env/bin/python3", "algorithms": ["DFLASH", "NEXTN"],
                   "package": {"version": version, "install": "regular", "location": "/opt/ml-env/sglang"},
                   "gpus": {"nvidia_smi": "present", "gpus": [{"index": 0, "name": gpu, "memory_used_mib": 1,
-                                                              "memory_total_mib": 143771}], "processes": []}},
+                                                              "memory_total_mib": 143771, "architecture": arch[0],
+                                                              "sm": arch[1]}], "processes": []}},
     }
 
 
@@ -133,6 +137,15 @@ def test_switch_state_filter_runs_in_the_browser(report):
     assert "%d shown" % len(drifted) in dom
     assert re.search(r'id="count-switch-drifted">%d<' % len(drifted), dom)
     assert "re-run playbooks/deploy_dflash.yml" in dom
+
+
+def test_why_not_filter_and_gpu_architectures_run_in_the_browser(report):
+    dom = chromium("--dump-dom", report.as_uri() + "#why=gpu").stdout
+    assert sorted(host for _status, host in visible_rows(dom)) == ["gpu-02", "gpu-12", "gpu-22", "gpu-32"]
+    assert "4 shown" in dom
+    dom = chromium("--dump-dom", report.as_uri() + "#why=other").stdout
+    assert len(visible_rows(dom)) == 9 - 4 + 7  # the other blocked hosts (gpu-39 too) and the unreachable ones
+    assert "1&times; NVIDIA H200 (Hopper sm_90)" in dom or "1\u00d7 NVIDIA H200 (Hopper sm_90)" in dom
 
 
 def test_screenshot_a_person_can_read(report):

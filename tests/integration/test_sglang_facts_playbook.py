@@ -20,6 +20,11 @@ def test_a_release_in_one_run(playbook, venvs, tmp_path):
     assert r["flags"]["method"] == "source" and r["flags"]["count"] > 500
     assert r["capabilities"]["supports_dflash"] and "DFLASH" in r["algorithms"]
     assert any(d["name"] == "DFlashWorkerV2" for d in r["implementation"]["definitions"])
+    # The release's own limits, read from the installed wheel's source on the host.
+    limits = dict((limit["source"], limit) for limit in r["limits"]["limits"])
+    assert limits["sglang/srt/arg_groups/speculative_hook.py:320"]["id"] == "pipeline_parallel"
+    assert limits["sglang/srt/arg_groups/attention_hook.py:203"]["id"] == "attention_backend_arch"
+    assert r["limits"]["problems"] == []
     assert r["draft_model"]["config"] == {"dflash_config": {"block_size": 16}}
     assert r["gpus"]["nvidia_smi"] in ("missing", "present", "error")
     # The release's own launch_server.py recommends `sglang serve`, and the venv has the script.

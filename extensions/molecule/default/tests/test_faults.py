@@ -1,6 +1,8 @@
 """Bad input and faults on a switched node, each a real ansible-playbook run: the message names the
 host, the unit and what to set, and nothing changed on the host (or it was put back exactly)."""
 
+import base64
+import contextlib
 import json
 import os
 import re
@@ -168,6 +170,60 @@ def test_secret_flags_never_land_in_the_unit_or_a_diff(host):
         assert rollout().returncode == 0  # back to the scenario's settings
 
 
+FAKE_GPUS = "/etc/gpufleet-fake-gpu/gpus.csv"
+
+
+@contextlib.contextmanager
+def simulated_gpus(host, fixture):
+    """The node's fake nvidia-smi reports the GPUs of tests/fixtures/nvidia-smi/FIXTURE (a SIMULATED card nobody
+    here has) for the duration, then the scenario's GPUs again."""
+    with open(os.path.join(REPO, "tests", "fixtures", "nvidia-smi", fixture), "rb") as handle:
+        data = base64.b64encode(handle.read())
+    host.check_output("cp %s /root/gpus.csv.scenario && echo %s | base64 -d > %s"
+                      % (FAKE_GPUS, data.decode(), FAKE_GPUS))
+    try:
+        yield
+    finally:
+        host.check_output("mv /root/gpus.csv.scenario %s" % FAKE_GPUS)
+
+
+def test_trtllm_mha_on_a_sm120_box_is_refused_before_any_change(host, training_running):
+    with simulated_gpus(host, "rtx-pro-6000x8-SIMULATED.gpus.csv"):
+        before = state(host)
+        run = rollout(*extra(sglang_dflash_extra_args=["--attention-backend", "trtllm_mha"]))
+        assert run.returncode != 0
+        assert "host %s, unit sglang.service: cannot deploy DFLASH" % NODE in run.output
+        assert ("sglang 0.5.23 on GPUs 0,1,2,3,4,5,6,7 (NVIDIA RTX PRO 6000 Blackwell Server Edition, Blackwell "
+                "sm_120): --attention-backend trtllm_mha: trtllm_mha runs FlashInfer's TllmGenFmhaRunner") \
+            in run.output, run.output[-3000:]
+        assert "sglang#40558" in run.output and "sglang_dflash_allow_release_limits: [attention_backend_arch]" \
+            in run.output
+        assert "Nothing was changed on this host." in run.output and "Traceback" not in run.output
+        assert state(host) == before  # same files, same server PID, the training job still running
+
+
+def test_trtllm_mha_on_a_sm100_box_switches(host):
+    with simulated_gpus(host, "b200x8-SIMULATED.gpus.csv"):
+        run = rollout(*extra(sglang_dflash_extra_args=["--attention-backend", "trtllm_mha"]))
+        try:
+            assert run.returncode == 0, run.output[-3000:]
+            assert "--attention-backend trtllm_mha" in host.file(OUR_DROPIN).content_string
+            assert server_info(host)["attention_backend"] == "trtllm_mha"
+        finally:
+            assert rollout().returncode == 0  # back to the scenario's settings
+
+
+def test_disaggregation_decode_is_refused_naming_the_upstream_issue(host, training_running):
+    before = state(host)
+    run = rollout(*extra(sglang_dflash_extra_args=["--disaggregation-mode", "decode"]))
+    assert run.returncode != 0
+    assert ("--disaggregation-mode decode: DFLASH crashes on the decode side of prefill/decode disaggregation"
+            in run.output), run.output[-3000:]
+    assert "upstream sglang#36140, open; the fix is pull request #34285" in run.output
+    assert "Nothing was changed on this host." in run.output
+    assert state(host) == before
+
+
 def test_rollback_of_a_first_install_removes_what_it_created(host):
     run = rollout("-e", "sglang_dflash_service_name=sglang-fresh", "-e", "sglang_dflash_port=30007",
                   "-e", "sglang_dflash_python=/opt/sglang-0.5.23/bin/python3",
@@ -192,4 +248,6 @@ def test_fleet_report_shows_a_broken_host_as_blocked_with_the_reason(host, tmp_p
     rows = json.loads((tmp_path / "fleet-report.json").read_text())["hosts"]
     assert [r["status"] for r in rows] == ["blocked"]
     assert any("interpreter /nonexistent/python3" in reason for reason in rows[0]["reasons"]), rows[0]["reasons"]
+    assert rows[0]["why_not"] == "other"  # not its GPU, not its release: the report's filter says so
+    assert set((g["architecture"], g["sm"]) for g in rows[0]["facts"]["gpus"]["gpus"]) == {("Hopper", "sm_90")}
     assert "0 of 1 hosts can take the deployment" in run.stdout

@@ -264,7 +264,7 @@ def test_query_gpus_through_the_lab_fake_on_the_h200_line(monkeypatch):
     gpu.pop("memory_used_mib"), gpu.pop("processes")
     assert gpu == {"index": 0, "name": "NVIDIA H200", "uuid": H200_UUID, "memory_total_mib": 143771,
                    "utilization_gpu_pct": 0, "driver_version": "580.159.04", "compute_capability": "9.0",
-                   "mig_mode": "Disabled", "persistence_mode": "Enabled"}
+                   "mig_mode": "Disabled", "persistence_mode": "Enabled", "architecture": "Hopper", "sm": "sm_90"}
 
 
 def test_the_lab_fake_prints_the_captured_formats():
