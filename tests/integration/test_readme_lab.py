@@ -32,8 +32,8 @@ def run_as_written(line):
         key, value = words.pop(0).split("=", 1)
         env[key] = value
     run = sh(words, env=env, check=False)
-    assert run.stderr == "" and "WARNING" not in run.stdout, "%s printed:\n%s%s" % (line, run.stderr,
-                                                                                     run.stdout[-2000:])
+    printed = "%s printed:\n%s%s" % (line, run.stderr, run.stdout[-2000:])
+    assert run.stderr == "" and "WARNING" not in run.stdout, printed
     return run
 
 
