@@ -1,12 +1,16 @@
-"""Fixtures of the source_search tests."""
+"""Fixtures of the module_utils tests: messy trees for source_search, the real releases' parser sources."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import os
+import tarfile
+from pathlib import Path
 
 import pytest
+
+SGLANG_FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang"
 
 
 @pytest.fixture
@@ -29,3 +33,16 @@ def messy_tree(tmp_path):
     os.symlink(root / "pkg" / "crlf.py", root / "pkg" / "zz_link_to_crlf.py")  # one file, two paths
     os.symlink(root / "gone", root / "pkg" / "dangling.py")
     return root
+
+
+@pytest.fixture(scope="session")
+def release_sources(tmp_path_factory):
+    """{release: the sglang package directory} of each real release's parser sources (tests/fixtures/sglang)."""
+    root = tmp_path_factory.mktemp("sglang-sources")
+    out = {}
+    for archive in sorted(SGLANG_FIXTURES.glob("*/parser-sources.tar.xz")):
+        version = archive.parent.name
+        with tarfile.open(archive) as tar:
+            tar.extractall(root / version)
+        out[version] = root / version / "sglang"
+    return out

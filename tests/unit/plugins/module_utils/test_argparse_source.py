@@ -5,7 +5,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,8 @@ RELEASES = ["0.5.6", "0.5.11", "0.5.16", "0.5.23"]
 
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sglang-sources")
-    out = {}
-    for version in RELEASES:
-        dest = root / version
-        with tarfile.open(FIXTURES / version / "parser-sources.tar.xz") as tar:
-            tar.extractall(dest)
-        out[version] = dest / "sglang"
-    return out
+def sources(release_sources):
+    return release_sources
 
 
 def help_flags(version):

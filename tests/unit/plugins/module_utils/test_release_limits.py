@@ -5,9 +5,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import tarfile
-from pathlib import Path
-
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import (
     LIMIT_IDS,
@@ -15,19 +12,12 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits imp
     limits_from_source,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang"
 RELEASES = ["0.5.6", "0.5.11", "0.5.16", "0.5.23"]
 
 
 @pytest.fixture(scope="module")
-def limits(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sglang-sources")
-    out = {}
-    for version in RELEASES:
-        with tarfile.open(FIXTURES / version / "parser-sources.tar.xz") as tar:
-            tar.extractall(root / version)
-        out[version] = limits_from_package(str(root / version / "sglang"))
-    return out
+def limits(release_sources):
+    return dict((version, limits_from_package(str(release_sources[version]))) for version in RELEASES)
 
 
 def by_source(found):
