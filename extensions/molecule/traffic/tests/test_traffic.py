@@ -4,8 +4,10 @@ steps and the drain (what happened before), the same load loses requests."""
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
@@ -128,18 +130,28 @@ def test_the_revert_under_load_loses_no_request():
     assert run.output.count("rotation: out of http://127.0.0.1:30180 for") == 2
 
 
+def in_flight_at_sigterm(name, since):
+    """What the stand-in logged when SIGTERM came (after `since`): the requests it still had in flight."""
+    log = node(name).check_output("journalctl -u sglang.service -o cat --since @%d" % int(since))
+    return [int(n) for n in re.findall(r"Remaining number of requests (\d+)", log)][:1]
+
+
 def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
     """The baseline: what a rollout did before (restart while the gateway still routes to the host, systemd's
-    default KillMode cutting SGLang's scheduler): the load generator must see it. 12 clients keep nearly three
-    long streams in flight on each server, so each restart cuts some (a restart with none in flight on both
-    hosts is about e**-5.6)."""
+    default KillMode cutting SGLang's scheduler): the load generator must see it. 16 clients and streams of
+    2000 tokens (about 4 s each with DFlash) keep about four long streams in flight on each server whenever it
+    stops; the stand-in's own log says how many it had, so a run where the load missed the stop says so."""
+    since = time.time()
     run, counts, seconds = under_load(GATEWAY, lambda: rollout(
         "--limit", "traffic-1,traffic-2", "-e", "sglang_dflash_draft_window_size=8192",
-        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false}'), clients=12, long_tokens=400)
+        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false}'), clients=16, long_tokens=2000)
     report("baseline (no gateway steps, no drain) on traffic-1,2 under load", counts, seconds)
     assert run.returncode == 0, run.output[-3000:]
-    assert counts["failed"] > 0
-    assert counts["streamed"]["failed"] > 0
+    in_flight = dict((name, in_flight_at_sigterm(name, since)) for name in ("traffic-1", "traffic-2"))
+    sys.stderr.write("baseline: requests in flight when SIGTERM came: %s\n" % in_flight)
+    assert all(in_flight.values()) and sum(n for v in in_flight.values() for n in v) > 0, in_flight
+    assert counts["failed"] > 0, in_flight
+    assert counts["streamed"]["failed"] > 0, in_flight
 
 
 def test_the_fleet_report_shows_each_host_in_its_gateway(tmp_path):
