@@ -108,7 +108,7 @@ def test_the_rollout_under_load_loses_no_request():
     # The drain waited for the long streams still in flight when each host left rotation; none was cut (above).
     figures = drained(NODES)
     assert sum(n for n, _s in figures.values()) > 0, figures
-    assert all(s > 1 for n, s in figures.values() if n), figures
+    assert all(s > 0 for n, s in figures.values() if n), figures
 
 
 def test_a_crashing_drafter_is_rolled_back_and_the_previous_server_is_back_in_the_gateway():
@@ -186,7 +186,7 @@ def test_behind_haproxy_the_rollout_under_load_loses_no_request():
         assert "4096" in exec_start(node(name))
     figures = drained(["traffic-1", "traffic-2"])
     assert sum(n for n, _s in figures.values()) > 0, figures
-    assert all(s > 1 for n, s in figures.values() if n), figures
+    assert all(s > 0 for n, s in figures.values() if n), figures
 
 
 def test_haproxy_problems_are_refused_before_any_change_naming_each_gateway(host):
