@@ -13,7 +13,7 @@ module: sglang_gateway_worker
 short_description: Take an SGLang worker out of its gateways' rotation, or put it back
 version_added: "0.1.0"
 description:
-  - Speaks to each gateway in its own protocol (module_utils/gateways): SMG, the SGLang Model Gateway (formerly
+  - Speaks to each gateway in its own protocol (module_utils/gateways). SMG, the SGLang Model Gateway (formerly
     sglang-router, 1.13), through its admin API; HAProxy through the Runtime API of its stats socket.
   - C(state=draining) stops routing new requests to the worker and lets those in flight go on (SMG removes it and
     the module waits until SMG no longer lists it, about 5 s; HAProxy sets the server to DRAIN).
