@@ -166,13 +166,13 @@ def _in_rotation(gateway, worker_url):
 
 
 def _not_accepted(gateway, worker_url, timeout):
-    return "%s did not accept worker %s back within %ss (%s)" % (gateway.name, worker_url, timeout,
-                                                                   state(gateway.find(worker_url)))
+    where = state(gateway.find(worker_url))
+    return "%s did not accept worker %s back within %ss (%s)" % (gateway.name, worker_url, timeout, where)
 
 
 def _not_ready(gateway, worker_url, timeout):
-    return "%s does not list worker %s as ready %ss after adding it (%s)" % (gateway.name, worker_url, timeout,
-                                                                           state(gateway.find(worker_url)))
+    where = state(gateway.find(worker_url))
+    return "%s does not list worker %s as ready %ss after adding it (%s)" % (gateway.name, worker_url, timeout, where)
 
 
 def take_out(gateways, worker_url, timeout, park=True, dry_run=False, clock=time.monotonic, sleep=time.sleep,

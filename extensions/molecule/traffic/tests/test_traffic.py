@@ -30,6 +30,7 @@ LOAD = {"clients": 8, "long_tokens": 400}
 # And 4 more that send only long streams: 2500 tokens are about 25 s before the switch (6000 about 13 s with
 # DFlash), so a host that leaves rotation still has streams in flight, and its drain must wait for them.
 DRAIN_LOAD = dict(LOAD, drain_clients=4, drain_tokens=2500)
+HAPROXY_LOAD = dict(LOAD, drain_clients=4, drain_tokens=6000)
 # The lab's HAProxy (tests/traffic/lab-haproxy.sh): the same four servers, through its Runtime API.
 HAPROXY = "http://127.0.0.1:30280"
 HAPROXY_SOCKET = "unix://%s/haproxy/admin.sock" % os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
@@ -175,7 +176,7 @@ def test_behind_haproxy_the_rollout_under_load_loses_no_request():
     and proven, and come back (READY), while the load goes through HAProxy."""
     run, counts, seconds = under_load(HAPROXY, lambda: rollout(
         "--limit", "traffic-1,traffic-2", "-e", "sglang_dflash_serial=2", "-e", "sglang_dflash_draft_window_size=4096",
-        *BEHIND_HAPROXY), **dict(DRAIN_LOAD, drain_tokens=6000))
+        *BEHIND_HAPROXY), **HAPROXY_LOAD)
     report("rollout of traffic-1,2 behind HAProxy under load", counts, seconds)
     assert run.returncode == 0, run.output[-4000:]
     assert counts["failed"] == 0, counts["failures"]

@@ -177,7 +177,7 @@ def test_runtime_command_over_a_real_unix_socket(tmp_path):
     got = []
 
     def answer():
-        conn, _ = server.accept()
+        conn = server.accept()[0]
         got.append(conn.recv(1024))
         conn.sendall(b"admin\n")
         conn.close()

@@ -237,8 +237,8 @@ def test_where_the_gateways_know_the_host():
     ({"gateway_worker_url": "10.0.0.12:30000"}, "sglang_dflash_gateway_worker_url must be an http:// or https://"),
     ({"gateways": [{"kind": "haproxy", "url": "unix:///run/haproxy/admin.sock"}]},
      "sglang_dflash_gateways entry 1: set backend (the HAProxy backend that holds the fleet's servers)"),
-    ({"gateways": [{"kind": "nginx", "url": "http://lb:80"}]}, "sglang_dflash_gateways entry 1: kind must be smg or "
-                                                              "haproxy, not 'nginx'"),
+    ({"gateways": [{"kind": "nginx", "url": "http://lb:80"}]},
+     "sglang_dflash_gateways entry 1: kind must be smg or haproxy, not 'nginx'"),
     ({"drain_timeout": "0"}, "sglang_dflash_drain_timeout must be at least 1, not 0"),
     ({"stop_drain": "perhaps"}, "sglang_dflash_stop_drain must be true or false"),
 ])
