@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# ansible-test's shellcheck sanity test runs only where shellcheck is installed.
+# ansible-test's shellcheck sanity test runs only where shellcheck is installed. haproxy: the traffic lab's
+# second gateway kind (tests/traffic/lab-haproxy.sh starts its own; the package's service is not needed).
 debs=(python3-venv podman runc fuse-overlayfs slirp4netns uidmap debootstrap iproute2 rsync git curl ripgrep openssh-client chromium
-  shellcheck)
+  shellcheck haproxy)
 missing=()
 for pkg in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

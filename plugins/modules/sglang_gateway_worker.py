@@ -13,36 +13,59 @@ module: sglang_gateway_worker
 short_description: Take an SGLang worker out of its gateways' rotation, or put it back
 version_added: "0.1.0"
 description:
-  - Talks to the admin API of SGLang gateways (SMG, the SGLang Model Gateway, formerly sglang-router, 1.13).
-  - C(state=absent) removes the worker from every gateway that lists it and waits until none lists it any more
-    (SMG stops routing to a removed worker at once and drops it from its list about 5 s later).
-  - C(state=present) adds the worker to every gateway that lacks it (waiting while a removal under way still holds
-    its URL) and waits until each lists it as ready.
-  - C(state=registered) changes nothing; it fails unless every gateway answers, accepts O(token) and lists the worker,
-    naming the gateway and what it lists. Run it before a change.
-  - Usually delegated to a host that reaches the gateways (the controller).
+  - Speaks to each gateway in its own protocol (module_utils/gateways). SMG, the SGLang Model Gateway (formerly
+    sglang-router, 1.13), through its admin API; HAProxy through the Runtime API of its stats socket.
+  - C(state=draining) stops routing new requests to the worker and lets those in flight go on (SMG removes it and
+    the module waits until SMG no longer lists it, about 5 s; HAProxy sets the server to DRAIN).
+  - C(state=absent) is C(draining), then waits until no gateway that keeps its workers (HAProxy) has a request
+    in flight to it, and sets such a server to MAINT (out for good, no health check) until it is put back.
+  - C(state=present) routes to the worker again through every gateway that does not (SMG adds it, waiting while a
+    removal under way still holds its URL; HAProxy sets the server READY, moved to O(worker_url) first when it was
+    at O(previous_worker_url)) and waits until each has it in rotation.
+  - C(state=registered) changes nothing; it fails unless every gateway answers, accepts O(token) (SMG), has the
+    socket at the admin level (HAProxy) and knows the worker, naming each gateway that does not and what to set.
+    Run it before a change.
+  - Usually delegated to a host that reaches the gateways (the controller for SMG; the host that runs HAProxy,
+    for its unix socket).
 author:
   - gpufleet.sglang contributors (@gpufleet)
 options:
+  gateways:
+    description:
+      - The gateways, each C(kind) (C(smg), the default, or C(haproxy)) and C(url) (SMG, C(http://gateway-1:30000);
+        HAProxy, its stats socket, C(unix:///run/haproxy/admin.sock) or C(tcp://127.0.0.1:9999)); HAProxy also
+        C(backend), the backend that holds the fleet's servers.
+    type: list
+    elements: dict
+    default: []
   gateway_urls:
-    description: The gateways, for example C(http://gateway-1:30000).
+    description: SMG gateways by URL alone (the same as O(gateways) entries of kind C(smg)).
     type: list
     elements: str
-    required: true
+    default: []
   worker_url:
-    description: The worker's URL as the gateways know it, for example C(http://10.0.0.12:30000).
+    description:
+      - The worker's URL as the gateways know it, for example C(http://10.0.0.12:30000). HAProxy's server is the
+        backend's C(server) line at that address and port.
     type: str
     required: true
+  previous_worker_url:
+    description:
+      - With C(state=present), where the worker was before a switch that moved it to another port. A gateway
+        that keeps its workers (HAProxy) moves that server to O(worker_url).
+    type: str
   token:
-    description: "An admin key of the gateways, sent as C(Authorization: Bearer ...)."
+    description: "An admin key of the SMG gateways, sent as C(Authorization: Bearer ...)."
     type: str
   state:
     description: What to make true.
     type: str
-    choices: [absent, present, registered]
+    choices: [absent, draining, present, registered]
     default: present
   timeout:
-    description: Seconds to wait for the gateways to drop the worker, or to list it as ready.
+    description:
+      - Seconds to wait for the gateways to stop routing to the worker (and, with C(state=absent), for HAProxy's
+        requests in flight to it to finish), or to have it in rotation again.
     type: int
     default: 60
 requirements:
@@ -57,43 +80,55 @@ attributes:
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:
+  - module: gpufleet.sglang.sglang_gateway_info
   - module: gpufleet.sglang.sglang_wait_idle
   - name: SMG control-plane operations
     description: The gateway's worker API.
     link: https://github.com/lightseekorg/smg
+  - name: HAProxy Runtime API
+    description: C(set server), C(show servers state), C(show stat).
+    link: https://docs.haproxy.org/2.6/management.html#9.3
 """
 
 EXAMPLES = r"""
-- name: Refuse early when the gateway does not know this host
+- name: Refuse early when a gateway does not know this host
   gpufleet.sglang.sglang_gateway_worker:
-    gateway_urls: [http://127.0.0.1:30080]
+    gateways:
+      - {kind: smg, url: "http://127.0.0.1:30080"}
+      - {kind: haproxy, url: "unix:///run/haproxy/admin.sock", backend: sglang}
     worker_url: http://10.0.0.12:30000
     token: "{{ gateway_admin_key }}"
     state: registered
-  delegate_to: localhost
+  delegate_to: lb-1.example.internal
 
-- name: Out of rotation
+- name: Out of rotation; the requests in flight go on
   gpufleet.sglang.sglang_gateway_worker:
     gateway_urls: [http://127.0.0.1:30080]
     worker_url: http://10.0.0.12:30000
     token: "{{ gateway_admin_key }}"
-    state: absent
+    state: draining
   delegate_to: localhost
 """
 
 RETURN = r"""
 gateways:
   description:
-    - The worker in each gateway at the end, C(gateway), C(state) (in rotation, out of rotation or not registered),
-      C(status), C(id).
+    - The worker in each gateway at the end, C(gateway), C(kind), C(state) (in rotation, out of rotation (why) or
+      not registered), C(status), C(id), C(in_flight) (requests the gateway has in flight to it, where it says).
   returned: always
   type: list
   elements: dict
 changed_gateways:
-  description: The gateways the worker was removed from, or added to.
+  description: The gateways the worker was taken out of, or put back into.
   returned: always
   type: list
   elements: str
+in_flight:
+  description:
+    - With C(state=draining) or C(absent), the requests the gateways had in flight to the worker when it left
+      them, where they say (HAProxy's sessions, SMG's load); null otherwise.
+  returned: always
+  type: int
 seconds:
   description: Seconds the change and the wait took.
   returned: always
@@ -101,9 +136,10 @@ seconds:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateway import (
-    Gateway,
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import (
     GatewayError,
+    connect,
+    declarations,
     describe,
     put_back,
     require_registered,
@@ -114,37 +150,43 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.gateway import (
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            gateway_urls=dict(type="list", elements="str", required=True),
+            gateways=dict(type="list", elements="dict", default=[]),
+            gateway_urls=dict(type="list", elements="str", default=[]),
             worker_url=dict(type="str", required=True),
+            previous_worker_url=dict(type="str"),
             token=dict(type="str", no_log=True),
-            state=dict(type="str", default="present", choices=["absent", "present", "registered"]),
+            state=dict(type="str", default="present", choices=["absent", "draining", "present", "registered"]),
             timeout=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    bad = [u for u in p["gateway_urls"] if not str(u).startswith(("http://", "https://"))]
-    if bad or not p["gateway_urls"]:
-        module.fail_json(msg="gateway_urls must be http:// or https:// URLs, not %s" % (bad or "an empty list"))
-    if not p["worker_url"].startswith(("http://", "https://")):
-        module.fail_json(msg="worker_url must be an http:// or https:// URL, not %r" % p["worker_url"])
+    declared, problems = declarations(p["gateways"], p["gateway_urls"])
+    if not problems and not declared:
+        problems.append("no gateway: set gateways (or gateway_urls)")
+    for option in ("worker_url", "previous_worker_url"):
+        if p[option] is not None and not p[option].startswith(("http://", "https://")):
+            problems.append("%s must be an http:// or https:// URL, not %r" % (option, p[option]))
     if p["timeout"] < 1:
-        module.fail_json(msg="timeout must be at least 1, not %d" % p["timeout"])
-    gateways = [Gateway(url, p["token"]) for url in p["gateway_urls"]]
+        problems.append("timeout must be at least 1, not %d" % p["timeout"])
+    if problems:
+        module.fail_json(msg="; ".join(problems), gateways=[], changed_gateways=[], in_flight=None, seconds=0.0)
+    gateways = [connect(d, p["token"]) for d in declared]
     try:
         if p["state"] == "registered":
             module.exit_json(changed=False, gateways=require_registered(gateways, p["worker_url"]),
-                             changed_gateways=[], seconds=0.0)
-        if p["state"] == "absent":
-            result = take_out(gateways, p["worker_url"], p["timeout"], dry_run=module.check_mode)
-            changed_gateways = result["removed_from"]
+                             changed_gateways=[], in_flight=None, seconds=0.0)
+        if p["state"] in ("absent", "draining"):
+            result = take_out(gateways, p["worker_url"], p["timeout"], park=p["state"] == "absent",
+                              dry_run=module.check_mode)
         else:
-            result = put_back(gateways, p["worker_url"], p["timeout"], dry_run=module.check_mode)
-            changed_gateways = result["added_to"]
+            result = put_back(gateways, p["worker_url"], p["timeout"], previous_url=p["previous_worker_url"],
+                              dry_run=module.check_mode)
         module.exit_json(changed=result["changed"], gateways=describe(gateways, p["worker_url"]),
-                         changed_gateways=changed_gateways, seconds=result["seconds"])
+                         changed_gateways=result["changed_gateways"], in_flight=result.get("in_flight"),
+                         seconds=result["seconds"])
     except GatewayError as exc:
-        module.fail_json(msg=str(exc), gateways=[], changed_gateways=[], seconds=0.0)
+        module.fail_json(msg=str(exc), gateways=[], changed_gateways=[], in_flight=None, seconds=0.0)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import render_exec_start
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
@@ -105,9 +106,10 @@ def stop_plan(unit, settings, install):
 
 
 def gateway_plan(settings, old_port, new_port):
-    """The gateways and this host's worker URL in them before and after the switch; None without gateways."""
-    urls = settings.get("gateway_urls") or []
-    if not urls:
+    """The gateways (declared by kind and URL, module_utils/gateways) and this host's worker URL in them before and
+    after the switch; None without gateways. Bad declarations are refused by the settings' own checks."""
+    gateways = declarations(settings.get("gateways"), settings.get("gateway_urls"))[0]
+    if not gateways:
         return None
 
     def worker_url(port):
@@ -115,7 +117,7 @@ def gateway_plan(settings, old_port, new_port):
             return str(settings["gateway_worker_url"]).rstrip("/")
         host = str(settings.get("gateway_host") or "127.0.0.1")
         return base_url(host, port or new_port or 30000)
-    return {"urls": [str(u).rstrip("/") for u in urls], "worker_url": worker_url(old_port),
+    return {"gateways": gateways, "urls": [g["url"] for g in gateways], "worker_url": worker_url(old_port),
             "new_worker_url": worker_url(new_port)}
 
 

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils import gateways
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
@@ -210,54 +211,52 @@ def gpu_map(facts):
     return out
 
 
-def gateway_workers(reads):
-    """{gateway url: [workers] or the reason it could not be read} from ansible.builtin.uri results of GET /workers."""
+def gateway_workers(read):
+    """{gateway key: [workers] or the reason it could not be read} from sglang_gateway_info's gateways (each
+    worker with its state, as module_utils/gateways names it)."""
     out = {}
-    for read in reads or []:
-        url = str(read.get("item") or "").rstrip("/")
-        body = read.get("json")
-        if read.get("status") == 200 and isinstance(body, dict) and isinstance(body.get("workers"), list):
-            out[url] = body["workers"]
+    for gateway in read or []:
+        if gateway.get("error") or not isinstance(gateway.get("workers"), list):
+            out[gateway.get("key")] = "not read: %s" % (gateway.get("error") or "no answer")
         else:
-            out[url] = "not read: %s" % (read.get("msg") or "HTTP %s" % read.get("status"))
+            out[gateway.get("key")] = gateway["workers"]
     return out
 
 
 def gateway_state(gateway, workers_by_gateway):
-    """In rotation / out of rotation / not registered, per gateway, for a host's row; None without gateways."""
+    """In rotation / out of rotation (why) / not registered, per gateway, for a host's row; None without
+    gateways. The states are the seam's (module_utils/gateways): this only finds the host's worker."""
     if not gateway:
         return None
     states = []
-    for url in gateway.get("urls") or []:
-        workers = workers_by_gateway.get(url)
+    for declaration in gateway.get("gateways") or []:
+        workers = workers_by_gateway.get(gateways.key(declaration))
         if workers is None:
             state = "not read"
         elif isinstance(workers, str):
             state = workers
         else:
-            worker = next((w for w in workers if str(w.get("url") or "").rstrip("/").lower()
-                           == str(gateway.get("worker_url") or "").lower()), None)
-            state = "not registered" if worker is None else "in rotation" if worker.get("status") == "ready" \
-                else "out of rotation (%s)" % worker.get("status")
-        states.append({"gateway": url, "state": state})
+            worker = next((w for w in workers if gateways.same_url(w.get("url"), gateway.get("worker_url"))), None)
+            state = worker["state"] if worker and worker.get("state") else gateways.state(worker)
+        states.append({"gateway": declaration.get("url"), "state": state})
     return {"worker_url": gateway.get("worker_url"), "states": states,
             "summary": "; ".join(sorted(set(s["state"] for s in states)))}
 
 
-def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
+def fleet_rows(hostvars, hosts, gateway_read=None, from_cache=False, now=None):
     """One report row per service, sorted by host (a host's services in the order they were selected).
 
     This run's rows (from_cache false): the fleet_rows of each host's sglang_dflash_host_facts (the role's fleet_row
-    tasks register sglang_facts' judged result there) with each service's place in its gateways (their
-    GET /workers answers); else fleet_row without facts: unreachable when that task could not reach the host or the
-    host was not in this run, failed when it was (sglang_fleet_reached), with the task's message when it has one.
-    Each row carries gathered_at (now).
+    tasks register sglang_facts' judged result there) with each service's place in its gateways (gateway_read:
+    sglang_gateway_info's gateways); else fleet_row without facts: unreachable when that task could not reach the
+    host or the host was not in this run, failed when it was (sglang_fleet_reached), with the task's message when it
+    has one. Each row carries gathered_at (now).
     From Ansible's fact cache (from_cache true, no host contacted): each host's cached rows (sglang_fleet_cached_rows,
     the rows of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
     has none.
     """
     rows = []
-    workers = gateway_workers(gateway_reads)
+    workers = gateway_workers(gateway_read)
     for host in sorted(hosts):
         hv = hostvars[host]
         if from_cache:

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import LIMIT_IDS
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, relabel
 
@@ -143,9 +144,7 @@ def _shapes(settings):
     if not isinstance(allowed, list) or not set(allowed) <= set(LIMIT_IDS):
         problems.append("sglang_dflash_allow_release_limits must be a list of limit ids (%s), not %r"
                         % (", ".join(LIMIT_IDS), allowed))
-    gateways = settings.get("gateway_urls") or []
-    if not isinstance(gateways, list) or not all(str(u).startswith(("http://", "https://")) for u in gateways):
-        problems.append("sglang_dflash_gateway_urls must be a list of http:// or https:// URLs, not %r" % (gateways,))
+    problems.extend(declarations(settings.get("gateways"), settings.get("gateway_urls"))[1])
     worker_url = settings.get("gateway_worker_url")
     if worker_url is not None and not str(worker_url).startswith(("http://", "https://")):
         problems.append("sglang_dflash_gateway_worker_url must be an http:// or https:// URL, not %r" % worker_url)

@@ -2,7 +2,8 @@
 
 under_load(gateway_url, rollout) starts tests/traffic/loadgen.py against the gateway, lets it run, runs
 rollout() (an ansible-playbook run), lets it run a little longer, then stops it (the requests in flight
-finish) and returns (rollout's result, the load's counts, the rollout's seconds).
+finish; drain_clients more clients keep streams of drain_tokens tokens in flight, see loadgen.py) and returns
+(rollout's result, the load's counts, the rollout's seconds).
 """
 
 import json
@@ -16,11 +17,13 @@ from pathlib import Path
 LOADGEN = Path(__file__).resolve().parent / "loadgen.py"
 
 
-def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900, api_key=None, long_tokens=1000):
+def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900, api_key=None, long_tokens=1000,
+               drain_clients=0, drain_tokens=2500):
     work = Path(tempfile.mkdtemp(prefix="gpufleet-load-"))
     stop, out = work / "stop", work / "load.json"
     argv = [sys.executable, str(LOADGEN), "--url", gateway_url, "--clients", str(clients), "--duration",
-            str(max_duration_s), "--stop-file", str(stop), "--out", str(out), "--long-tokens", str(long_tokens)]
+            str(max_duration_s), "--stop-file", str(stop), "--out", str(out), "--long-tokens", str(long_tokens),
+            "--drain-clients", str(drain_clients), "--drain-tokens", str(drain_tokens)]
     if api_key:
         argv += ["--api-key", api_key]
     load = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -4,7 +4,9 @@
         --stop-file /tmp/stop --out result.json
 
 Each client sends, in turn: a short /generate, a long streamed /generate (in flight when a server stops), a
-short /v1/chat/completions and a long streamed one. A request counts as failed when it does not answer 200
+short /v1/chat/completions and a long streamed one. --drain-clients more clients send only streams of
+--drain-tokens tokens (streamed /generate and chat in turn): streams still in flight whenever a host leaves
+rotation, so that its drain has something to wait for. A request counts as failed when it does not answer 200
 with a complete body; a stream counts as failed when it ends without its final `data: [DONE]`. Bounded: the
 target must be on the loopback range (this lab's own gateway), it stops after --duration seconds or
 --max-requests requests or once --stop-file exists, and the requests in flight then finish.
@@ -107,6 +109,10 @@ def main(argv=None):
     parser.add_argument("--stop-file")
     parser.add_argument("--long-tokens", type=int, default=1000,
                         help="tokens of the long streamed requests (in flight when a server stops)")
+    parser.add_argument("--drain-clients", type=int, default=0,
+                        help="more clients that send only streams of --drain-tokens tokens")
+    parser.add_argument("--drain-tokens", type=int, default=2500,
+                        help="tokens of those streams (2500: about 25 s on the stand-in before the switch)")
     parser.add_argument("--model", default="/models/Qwen3.6-27B")
     parser.add_argument("--api-key")
     parser.add_argument("--out")
@@ -119,10 +125,10 @@ def main(argv=None):
         loopback = False
     if target.scheme != "http" or not loopback:
         parser.error("--url must be http:// on the loopback range (the lab's own gateway), not %s" % args.url)
-    if not 1 <= args.clients <= 64 or not 0 < args.duration <= MAX_DURATION_S or \
-            not 1 <= args.max_requests <= MAX_REQUESTS:
-        parser.error("--clients 1-64, --duration up to %d s and --max-requests up to %d"
-                     % (MAX_DURATION_S, MAX_REQUESTS))
+    if not 1 <= args.clients <= 64 or not 0 <= args.drain_clients <= 16 or not 0 < args.duration <= MAX_DURATION_S \
+            or not 1 <= args.max_requests <= MAX_REQUESTS or not 1 <= args.drain_tokens <= 100000:
+        parser.error("--clients 1-64, --drain-clients 0-16, --drain-tokens 1-100000, --duration up to %d s and "
+                     "--max-requests up to %d" % (MAX_DURATION_S, MAX_REQUESTS))
     headers = {"Authorization": "Bearer %s" % args.api_key} if args.api_key else {}
     counter = Counter()
     deadline = time.monotonic() + args.duration
@@ -130,18 +136,25 @@ def main(argv=None):
     def stopping():
         return time.monotonic() >= deadline or (args.stop_file and os.path.exists(args.stop_file))
 
+    streams = [k for k in KINDS if k[2]]
+
     def client(number):
         turn = number
+        draining = number >= args.clients  # one of the --drain-clients
         while not stopping() and counter.take(args.max_requests):
-            name, path, stream, tokens = KINDS[turn % len(KINDS)]
-            tokens = tokens or args.long_tokens
+            if draining:
+                name, path, stream, _tokens = streams[turn % len(streams)]
+                tokens = args.drain_tokens
+            else:
+                name, path, stream, tokens = KINDS[turn % len(KINDS)]
+                tokens = tokens or args.long_tokens
             turn += 1
             started = time.monotonic()
             ok, problem = one_request(host, target.port or 80, path, stream, tokens, args.model, headers)
             counter.record(name, ok, problem, time.monotonic() - started)
 
     started = time.monotonic()
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients)]
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(args.clients + args.drain_clients)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -1,10 +1,12 @@
-"""The fleet behind its SGLang gateway is switched under load and loses no request; a crashing drafter is rolled
-back and its host is back in the gateway; gateway problems are refused before any change; without the gateway
-steps and the drain (what happened before), the same load loses requests."""
+"""The fleet behind its SGLang gateway (SMG), and behind HAProxy, is switched under load and loses no request, the
+drain waiting for streams still in flight; a crashing drafter is rolled back and its host is back in the gateway;
+gateway problems of either kind are refused before any change; without the gateway steps and the drain (what
+happened before), the same load loses requests."""
 
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -25,12 +27,47 @@ WORKERS = ["http://127.0.0.1:3112%d" % n for n in (1, 2, 3, 4)]
 # 8 clients; long streams of 400 tokens (4 s before the switch, about 1 s with DFlash) are in flight whenever a
 # server stops.
 LOAD = {"clients": 8, "long_tokens": 400}
+# And 4 more that send only long streams: 2500 tokens are about 25 s before the switch (6000 about 13 s with
+# DFlash), so a host that leaves rotation still has streams in flight, and its drain must wait for them.
+DRAIN_LOAD = dict(LOAD, drain_clients=4, drain_tokens=2500)
+HAPROXY_LOAD = dict(LOAD, drain_clients=4, drain_tokens=6000)
+# The lab's HAProxy (tests/traffic/lab-haproxy.sh): the same four servers, through its Runtime API.
+HAPROXY = "http://127.0.0.1:30280"
+HAPROXY_SOCKET = "unix://%s/haproxy/admin.sock" % os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
+BEHIND_HAPROXY = ["-e", '{"sglang_dflash_gateways": "{{ gpufleet_lab_haproxy }}", "sglang_dflash_gateway_urls": []}']
 
 
 def gateway_workers():
     out = subprocess.run(["curl", "-sf", "-H", "Authorization: Bearer %s" % KEY, GATEWAY + "/workers"],
                          capture_output=True, text=True, check=True).stdout
     return dict((w["url"], w["status"]) for w in json.loads(out)["workers"])
+
+
+def haproxy_servers():
+    """{server name: HAProxy's state word} of the lab backend, read from its stats socket (show stat)."""
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(HAPROXY_SOCKET[len("unix://"):])
+    conn.sendall(b"show stat -1 4 -1\n")
+    data = b""
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    conn.close()
+    rows = [line.split(",") for line in data.decode().splitlines()[1:] if line]
+    return dict((row[1], row[17]) for row in rows if row[0] == "sglang")
+
+
+def drained(names):
+    """{host: (requests drained, drain seconds)} from each host's record of its last rollout."""
+    out = {}
+    for name in names:
+        traffic = json.loads(node(name).file("/var/lib/gpufleet-sglang/sglang.service.last-rollout.json")
+                             .content_string)["traffic"]
+        out[name] = (traffic["drained_requests"], traffic["drain_s"])
+    sys.stderr.write("drained (requests, seconds): %s\n" % out)
+    return out
 
 
 def node(name):
@@ -48,7 +85,7 @@ def report(title, counts, seconds):
 def test_the_rollout_under_load_loses_no_request():
     """Two hosts at a time (two of the four out of rotation at most); traffic-4 also runs the example hooks for
     another balancer (playbooks/examples/*_flag.yml: a maintenance flag its health check reads)."""
-    run, counts, seconds = under_load(GATEWAY, lambda: rollout("-e", "sglang_dflash_serial=2"), **LOAD)
+    run, counts, seconds = under_load(GATEWAY, lambda: rollout("-e", "sglang_dflash_serial=2"), **DRAIN_LOAD)
     report("rollout serial=2 under load", counts, seconds)
     assert run.returncode == 0, run.output[-4000:]
     assert counts["failed"] == 0, counts["failures"]
@@ -69,6 +106,10 @@ def test_the_rollout_under_load_loses_no_request():
                         .content_string)
     assert record["traffic"]["gateways"] == [GATEWAY] and record["traffic"]["out_of_rotation_s"] > 0
     assert record["traffic"]["drain_s"] is not None
+    # The drain waited for the long streams still in flight when each host left rotation; none was cut (above).
+    figures = drained(NODES)
+    assert sum(n for n, _s in figures.values()) > 0, figures
+    assert all(s > 0 for n, s in figures.values() if n), figures
 
 
 def test_a_crashing_drafter_is_rolled_back_and_the_previous_server_is_back_in_the_gateway():
@@ -110,7 +151,7 @@ def test_gateway_problems_are_refused_before_any_change_and_nothing_is_left_out_
 def test_a_run_with_nothing_to_change_leaves_the_gateway_alone():
     run = rollout("--limit", "traffic-1")
     assert run.returncode == 0 and recap_changed(run.output, "traffic-1") == 0
-    assert "Take this host out of every gateway" not in run.output
+    assert "Stop every gateway routing new requests" not in run.output
     assert gateway_workers() == dict((w, "ready") for w in WORKERS)
 
 
@@ -127,6 +168,47 @@ def test_the_revert_under_load_loses_no_request():
         assert "%s: sglang.service (revert) sglang 0.5.23: back to the operator's command" % name in run.output
         assert server_info(node(name))["speculative_algorithm"] is None
     assert run.output.count("rotation: out of http://127.0.0.1:30180 for") == 2
+
+
+def test_behind_haproxy_the_rollout_under_load_loses_no_request():
+    """The second gateway kind: traffic-1 and 2 leave HAProxy's rotation (DRAIN), drain, go to MAINT, are switched
+    and proven, and come back (READY), while the load goes through HAProxy."""
+    run, counts, seconds = under_load(HAPROXY, lambda: rollout(
+        "--limit", "traffic-1,traffic-2", "-e", "sglang_dflash_serial=2", "-e", "sglang_dflash_draft_window_size=4096",
+        *BEHIND_HAPROXY), **HAPROXY_LOAD)
+    report("rollout of traffic-1,2 behind HAProxy under load", counts, seconds)
+    assert run.returncode == 0, run.output[-4000:]
+    assert counts["failed"] == 0, counts["failures"]
+    assert counts["requests"] > 50 and counts["streamed"]["ok"] > 10
+    assert haproxy_servers() == dict((name, "UP") for name in NODES)
+    assert run.output.count("rotation: out of %s for" % HAPROXY_SOCKET) == 2
+    for name in ("traffic-1", "traffic-2"):
+        assert "4096" in exec_start(node(name))
+    figures = drained(["traffic-1", "traffic-2"])
+    assert sum(n for n, _s in figures.values()) > 0, figures
+    assert all(s > 0 for n, s in figures.values() if n), figures
+
+
+def test_haproxy_problems_are_refused_before_any_change_naming_each_gateway(host):
+    """A stats socket that is not there, and a server the backend does not have: both named in one refusal."""
+    pid = show(host, "sglang.service", "MainPID")["MainPID"]
+    argv_before = exec_start(host)
+    missing = {"kind": "haproxy", "url": "unix:///run/gpufleet-lab-none/admin.sock", "backend": "sglang"}
+    run = rollout("--limit", "traffic-1", "-e", "sglang_dflash_draft_window_size=3072",
+                  "-e", "sglang_dflash_gateway_worker_url=http://127.0.0.1:39999",
+                  "-e", json.dumps({"sglang_dflash_gateway_urls": [],
+                                    "sglang_dflash_gateways": [missing, "{{ gpufleet_lab_haproxy[0] }}"]}))
+    assert run.returncode != 0
+    prefix = "host traffic-1, unit sglang.service: cannot deploy DFLASH: "
+    assert prefix + "haproxy gateway unix:///run/gpufleet-lab-none/admin.sock (backend sglang) cannot be reached on " \
+        in run.output, run.output[-3000:]
+    assert "set the url of its sglang_dflash_gateways entry to HAProxy's stats socket" in run.output
+    assert ("haproxy gateway %s (backend sglang) has no server at 127.0.0.1:39999 (it has: traffic-1 "
+            "http://127.0.0.1:31121" % HAPROXY_SOCKET) in run.output
+    assert "set sglang_dflash_gateway_worker_url to the address and port of this host's `server` line" in run.output
+    assert "Nothing was changed on this host, and it is still in rotation." in run.output
+    assert show(host, "sglang.service", "MainPID")["MainPID"] == pid and exec_start(host) == argv_before
+    assert haproxy_servers() == dict((name, "UP") for name in NODES)
 
 
 def in_flight_at_sigterm(name, since):
@@ -157,17 +239,20 @@ def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
 def test_the_fleet_report_shows_each_host_in_its_gateway(tmp_path):
     inventory = os.path.dirname(os.environ["MOLECULE_INVENTORY_FILE"])
     playbook = os.path.join(HERE, "..", "..", "..", "..", "playbooks", "gather_facts.yml")
-    run = subprocess.run(["ansible-playbook", "-i", inventory, playbook, "-e", "sglang_fleet_report_dir=%s" % tmp_path],
+    run = subprocess.run(["ansible-playbook", "-i", inventory, playbook, "-e", "sglang_fleet_report_dir=%s" % tmp_path,
+                          "-e", '{"sglang_dflash_gateways": "{{ gpufleet_lab_haproxy }}"}'],
                          capture_output=True, text=True, check=False, env=dict(os.environ, ANSIBLE_NOCOLOR="1"))
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     rows = dict((r["host"], r) for r in json.loads((tmp_path / "fleet-report.json").read_text())["hosts"])
     for number, name in enumerate(NODES, 1):
         gateway = rows[name]["gateway"]
         assert gateway["worker_url"] == "http://127.0.0.1:3112%d" % number
-        assert gateway["states"] == [{"gateway": GATEWAY, "state": "in rotation"}]
-    # traffic-2's last rollout went through the gateway (the baseline's, on 3 and 4, did not).
+        # Each kind read through the seam: SMG (sglang_dflash_gateway_urls), then HAProxy (sglang_dflash_gateways).
+        assert gateway["states"] == [{"gateway": GATEWAY, "state": "in rotation"},
+                                     {"gateway": HAPROXY_SOCKET, "state": "in rotation"}]
+    # traffic-2's last rollout went through HAProxy (the baseline's, on 3 and 4, through no gateway).
     traffic = rows["traffic-2"]["facts"]["rollout_record"]["traffic"]
-    assert traffic["gateways"] == [GATEWAY] and traffic["out_of_rotation_s"] > 0
+    assert traffic["gateways"] == [HAPROXY_SOCKET] and traffic["out_of_rotation_s"] > 0
     html = (tmp_path / "fleet-report.html").read_text()
     assert "in rotation" in html and "out of rotation" in html  # the state, and the last rollout's figures
     assert KEY not in html and KEY not in run.stdout

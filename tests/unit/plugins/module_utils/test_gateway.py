@@ -1,17 +1,17 @@
-"""The gateway steps against a fake SMG that behaves as SMG 1.13.0 was measured to (module_utils/gateway.py)."""
+"""The gateway steps against a fake SMG that behaves as SMG 1.13.0 was measured to (module_utils/gateways)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateway import (
-    Gateway,
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import (
     GatewayError,
     put_back,
     require_registered,
     take_out,
 )
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.smg import SMGGateway
 
 WORKER = "http://127.0.0.1:31001"
 OTHER = "http://127.0.0.1:31002"
@@ -70,7 +70,7 @@ class FakeSMG(object):
 
 
 def gateways(smg, token="admin"):
-    return [Gateway("http://127.0.0.1:30080", token, request=smg)]
+    return [SMGGateway("http://127.0.0.1:30080", token, request=smg)]
 
 
 def wait(**kw):
@@ -80,7 +80,7 @@ def wait(**kw):
 def test_take_out_waits_until_the_gateway_no_longer_lists_the_worker_and_is_idempotent():
     smg = FakeSMG([WORKER, OTHER])
     result = take_out(gateways(smg), WORKER + "/", 10, **wait())
-    assert result["changed"] and result["removed_from"] == ["http://127.0.0.1:30080"]
+    assert result["changed"] and result["changed_gateways"] == ["http://127.0.0.1:30080"]
     assert smg.status(WORKER) is None and smg.status(OTHER) == "ready"
     assert [c for c in smg.calls if c[0] == "DELETE"] == [("DELETE", "/workers/id-0")]
     assert take_out(gateways(smg), WORKER, 10, **wait())["changed"] is False
@@ -123,4 +123,13 @@ def test_the_preflight_names_the_gateway_and_what_to_set(smg, token, message):
 
 def test_the_preflight_reports_the_worker_in_rotation():
     states = require_registered(gateways(FakeSMG([WORKER])), WORKER)
-    assert states == [{"gateway": "http://127.0.0.1:30080", "state": "in rotation", "status": "ready", "id": "id-0"}]
+    assert states == [{"gateway": "http://127.0.0.1:30080", "kind": "smg", "state": "in rotation", "status": "ready",
+                       "id": "id-0", "in_flight": None}]
+
+
+def test_draining_then_absent_removes_once_and_an_unhealthy_worker_is_not_in_rotation():
+    smg = FakeSMG([WORKER, OTHER])
+    assert take_out(gateways(smg), WORKER, 10, park=False, **wait())["changed"] is True
+    assert take_out(gateways(smg), WORKER, 10, **wait())["changed"] is False  # SMG has nothing left to park
+    smg.workers[0]["is_healthy"] = False
+    assert gateways(smg)[0].find(OTHER)["in_rotation"] is False

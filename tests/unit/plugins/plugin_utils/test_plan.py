@@ -217,7 +217,13 @@ def test_the_dropin_carries_the_stop_settings():
 def test_where_the_gateways_know_the_host():
     settings = {"gateway_urls": ["http://gw:30080/"], "gateway_host": "10.0.0.12"}
     assert gateway_plan(settings, 30001, 30002) == {
-        "urls": ["http://gw:30080"], "worker_url": "http://10.0.0.12:30001", "new_worker_url": "http://10.0.0.12:30002"}
+        "gateways": [{"kind": "smg", "url": "http://gw:30080"}], "urls": ["http://gw:30080"],
+        "worker_url": "http://10.0.0.12:30001", "new_worker_url": "http://10.0.0.12:30002"}
+    haproxy = {"kind": "haproxy", "url": "unix:///run/haproxy/admin.sock", "backend": "sglang"}
+    both = gateway_plan(dict(settings, gateways=[haproxy, {"url": "http://gw2:30080/"}]), 30001, 30001)
+    assert both["gateways"] == [{"kind": "smg", "url": "http://gw:30080"}, haproxy,
+                                {"kind": "smg", "url": "http://gw2:30080"}]
+    assert gateway_plan({"gateways": [haproxy]}, 30001, 30001)["urls"] == ["unix:///run/haproxy/admin.sock"]
     assert gateway_plan(dict(settings, gateway_host="fd00::1"), 30001, 30001)["worker_url"] == "http://[fd00::1]:30001"
     explicit = gateway_plan(dict(settings, gateway_worker_url="http://127.0.0.1:31121/"), 30001, 30001)
     assert explicit["worker_url"] == explicit["new_worker_url"] == "http://127.0.0.1:31121"
@@ -229,6 +235,10 @@ def test_where_the_gateways_know_the_host():
     ({"gateway_urls": "http://gw:30080"}, "sglang_dflash_gateway_urls must be a list of http:// or https:// URLs"),
     ({"gateway_urls": ["gw:30080"]}, "sglang_dflash_gateway_urls must be a list of http:// or https:// URLs"),
     ({"gateway_worker_url": "10.0.0.12:30000"}, "sglang_dflash_gateway_worker_url must be an http:// or https://"),
+    ({"gateways": [{"kind": "haproxy", "url": "unix:///run/haproxy/admin.sock"}]},
+     "sglang_dflash_gateways entry 1: set backend (the HAProxy backend that holds the fleet's servers)"),
+    ({"gateways": [{"kind": "nginx", "url": "http://lb:80"}]},
+     "sglang_dflash_gateways entry 1: kind must be smg or haproxy, not 'nginx'"),
     ({"drain_timeout": "0"}, "sglang_dflash_drain_timeout must be at least 1, not 0"),
     ({"stop_drain": "perhaps"}, "sglang_dflash_stop_drain must be true or false"),
 ])

@@ -109,18 +109,27 @@ def test_fleet_row_of_a_host_unreachable_when_its_facts_were_gathered():
 
 
 def test_fleet_rows_every_host_sorted_with_its_gateway_state():
-    gateway = {"urls": ["http://gw:30180", "http://gw2:30180"], "worker_url": "http://10.0.0.5:30000"}
+    gateway = {"gateways": [{"kind": "smg", "url": "http://gw:30180"}, {"kind": "smg", "url": "http://gw2:30180"},
+                            {"kind": "haproxy", "url": "unix:///run/haproxy/admin.sock", "backend": "sglang"}],
+               "urls": ["http://gw:30180", "http://gw2:30180", "unix:///run/haproxy/admin.sock"],
+               "worker_url": "http://10.0.0.5:30000"}
     hostvars = {"b": {"sglang_dflash_host_facts": {"fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"),
                                                                        gateway=gateway)]}},
                 "a": {"sglang_fleet_reached": True, "sglang_dflash_algorithm": "DDTREE"}, "c": {}}
-    reads = [{"item": "http://gw:30180/", "status": 200,
-              "json": {"workers": [{"url": "http://10.0.0.5:30000/", "status": "ready"}]}},
-             {"item": "http://gw2:30180", "status": -1, "msg": "connection refused"}]
+    # sglang_gateway_info's answer: each worker already stated by the seam.
+    reads = [{"key": "smg http://gw:30180", "error": None,
+              "workers": [{"url": "http://10.0.0.5:30000/", "status": "ready", "state": "in rotation"}]},
+             {"key": "smg http://gw2:30180", "error": "gateway http://gw2:30180 cannot be reached: refused",
+              "workers": None},
+             {"key": "haproxy unix:///run/haproxy/admin.sock sglang", "error": None,
+              "workers": [{"url": "http://10.0.0.5:30000", "status": "drain", "state": "out of rotation (drain)"}]}]
     rows = fleet_rows(hostvars, ["c", "b", "a"], reads)
     assert [(r["host"], r["status"]) for r in rows] == [("a", "failed"), ("b", "ready"), ("c", "unreachable")]
     assert rows[0]["algorithm"] == "DDTREE"
-    assert rows[1]["gateway"]["states"] == [{"gateway": "http://gw:30180", "state": "in rotation"},
-                                            {"gateway": "http://gw2:30180", "state": "not read: connection refused"}]
+    assert rows[1]["gateway"]["states"] == [
+        {"gateway": "http://gw:30180", "state": "in rotation"},
+        {"gateway": "http://gw2:30180", "state": "not read: gateway http://gw2:30180 cannot be reached: refused"},
+        {"gateway": "unix:///run/haproxy/admin.sock", "state": "out of rotation (drain)"}]
 
 
 def test_fleet_rows_name_a_host_the_facts_task_could_not_reach_or_failed_on_with_its_message():
@@ -185,11 +194,14 @@ def test_fleet_rows_from_the_fact_cache_read_no_fresh_row():
 
 @pytest.mark.parametrize("workers, state", [
     ([], "not registered"),
-    ([{"url": "http://10.0.0.5:30000", "status": "pending"}], "out of rotation (pending)"),
+    ([{"url": "http://10.0.0.5:30000", "status": "pending", "in_rotation": False}], "out of rotation (pending)"),
+    # The copy that was here once ignored is_healthy: the seam's own state decides (smg.py sets in_rotation).
+    ([{"url": "http://10.0.0.5:30000/", "status": "ready", "in_rotation": False}], "out of rotation (ready)"),
+    ([{"url": "HTTP://10.0.0.5:30000", "status": "ready", "in_rotation": True}], "in rotation"),
 ])
 def test_gateway_state(workers, state):
-    gateway = {"urls": ["http://gw:30180"], "worker_url": "http://10.0.0.5:30000"}
-    assert gateway_state(gateway, {"http://gw:30180": workers})["summary"] == state
+    gateway = {"gateways": [{"kind": "smg", "url": "http://gw:30180"}], "worker_url": "http://10.0.0.5:30000"}
+    assert gateway_state(gateway, {"smg http://gw:30180": workers})["summary"] == state
     assert gateway_state(gateway, {})["summary"] == "not read"
     assert gateway_state(None, {}) is None
 

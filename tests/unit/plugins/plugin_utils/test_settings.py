@@ -25,6 +25,11 @@ def test_extra_vars_strings_are_converted():
     ({"algorithm": "EAGLE"}, "sglang_dflash_algorithm must be DFLASH or DDTREE, not 'EAGLE'"),
     ({"speed_probe": False}, "sglang_dflash_min_speedup need(s) the speed probe"),
     ({"gateway_urls": ["gw:30180"]}, "sglang_dflash_gateway_urls must be a list of http:// or https:// URLs"),
+    ({"gateways": [{"kind": "haproxy", "url": "lb:9999", "backend": "b"}]},
+     "sglang_dflash_gateways entry 1: a haproxy gateway's url must be its stats socket"),
+    ({"gateways": [{"url": "http://gw:30180", "backend": "b"}]},
+     "sglang_dflash_gateways entry 1: a smg gateway takes no backend"),
+    ({"gateways": {"url": "http://gw:30180"}}, "sglang_dflash_gateways must be a list"),
     ({"block_size": 16, "draft_window_size": 8}, "sglang_dflash_draft_window_size (8) must be at least"),
 ])
 def test_each_bad_value_is_refused_by_name(change, problem):
