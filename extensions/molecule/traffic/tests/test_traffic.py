@@ -222,11 +222,15 @@ def test_without_the_gateway_steps_and_the_drain_the_same_load_loses_requests():
     default KillMode cutting SGLang's scheduler): the load generator must see it. It switches traffic-3 and 4,
     reverted above to the operator's command without a drafter: their 2000-token streams take about 20 s, so
     most of the 16 clients' streams are in flight there (on the DFlash hosts they take about 4 s, and CI once
-    saw a restart of traffic-1 and 2 with none in flight). The stand-in's own log says how many it had."""
+    saw a restart of traffic-1 and 2 with none in flight). traffic-4's balancer hooks are off too (with them the
+    role would wait for a drain that the gateway, still routing, never lets happen). The stand-in's own log says
+    how many it had."""
     since = time.time()
     run, counts, seconds = under_load(GATEWAY, lambda: rollout(
         "--limit", "traffic-3,traffic-4", "-e", "sglang_dflash_draft_window_size=8192",
-        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false}'), clients=16, long_tokens=2000)
+        "-e", '{"sglang_dflash_gateway_urls": [], "sglang_dflash_stop_drain": false, '
+              '"sglang_dflash_out_of_rotation_tasks": null, "sglang_dflash_back_in_rotation_tasks": null}'),
+        clients=16, long_tokens=2000)
     report("baseline (no gateway steps, no drain) on traffic-3,4 under load", counts, seconds)
     assert run.returncode == 0, run.output[-3000:]
     in_flight = dict((name, in_flight_at_sigterm(name, since)) for name in ("traffic-3", "traffic-4"))
