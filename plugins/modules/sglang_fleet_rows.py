@@ -19,7 +19,7 @@ description:
   - Runs M(gpufleet.sglang.sglang_facts) on the host with the options below, then judges each selected service's facts
     on the controller with the deployment's own plan (the role gpufleet.sglang.sglang_dflash's), so that the report
     refuses exactly what a deployment would.
-  - Returns only RV(fleet_rows): a host's facts are about 230 KB, most of it the release's flags, and are never kept.
+  - Returns only RV(fleet_rows) - a host's facts are about 230 KB, most of it the release's flags, and are never kept.
   - A failure of M(gpufleet.sglang.sglang_facts) is one C(blocked) row with the module's message, not a failed task.
   - The role's C(fleet_row) tasks (C(playbooks/gather_facts.yml)) run it.
 author:
@@ -31,13 +31,13 @@ options:
         never sent to the host.
     type: dict
     required: true
+requirements:
+  - As for M(gpufleet.sglang.sglang_facts) - Python 3.8 or newer on the target, standard library only, and systemd.
 attributes:
   action:
-    description: Runs on the controller around M(gpufleet.sglang.sglang_facts).
+    description: Runs on the controller around M(gpufleet.sglang.sglang_facts) (not asynchronously - the rows need
+      the facts at once).
     support: full
-  async:
-    description: The rows need the facts at once.
-    support: none
   check_mode:
     details:
       - Runs the same in check mode, but M(gpufleet.sglang.sglang_facts) writes no O(cache).
@@ -66,7 +66,7 @@ fleet_rows:
   description:
     - One row of the fleet report for each selected service (C(host), C(unit), C(port), C(gpus) (of the running
       process), C(environment_drift) and C(environment_note) (the unit's files edited since the start, see
-      M(gpufleet.sglang.sglang_facts)' C(sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason,
+      RV(gpufleet.sglang.sglang_facts#module:sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason,
       the flag names and changes a deployment would make, its gateway and switch state, and the facts without the
       release's flag list).
     - The filter P(gpufleet.sglang.sglang_fleet_row#filter) builds one such row from the facts and a plan.
