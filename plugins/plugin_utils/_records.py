@@ -221,7 +221,7 @@ def fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now=None):
     """One report row per service, sorted by host (a host's services in the order they were selected).
 
     This run's rows (from_cache false): the fleet_rows of each host's sglang_dflash_host_facts (the role's fleet_row
-    tasks register sglang_facts' judged result there) with each service's place in its gateways (their
+    tasks register sglang_fleet_rows' result there) with each service's place in its gateways (their
     GET /workers answers); else fleet_row without facts: unreachable when that task could not reach the host or the
     host was not in this run, failed when it was (sglang_fleet_reached), with the task's message when it has one.
     Each row carries gathered_at (now).

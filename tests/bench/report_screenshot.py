@@ -1,6 +1,6 @@
-"""A screenshot of the HTML fleet report of a real gather of lab nodes, for the docs (docs/fleet-report-120.png).
+"""A screenshot of the HTML fleet report of a real gather of lab nodes, for the docs (docs/fleet-report.png).
 
-    .venv/bin/python tests/bench/report_screenshot.py [--hosts 100] [--out docs/fleet-report-120.png] [--keep]
+    .venv/bin/python tests/bench/report_screenshot.py [--hosts 100] [--out docs/fleet-report.png] [--keep]
 
 Starts --hosts lab nodes (podman containers of tests/containers/build-node-image.sh, SSH on 127.0.0.1, as the
 fleet bench does), provisions them as operators' boxes of a mixed fleet - most on SGLang 0.5.23, some on 0.5.16,
@@ -68,7 +68,7 @@ def main():
     parser.add_argument("--hosts", type=int, default=100, help="lab nodes to start")
     parser.add_argument("--unreachable", type=int, default=2, help="inventory hosts no node answers")
     parser.add_argument("--forks", type=int, default=16)
-    parser.add_argument("--out", default=str(REPO / "docs" / "fleet-report-120.png"))
+    parser.add_argument("--out", default=str(REPO / "docs" / "fleet-report.png"))
     parser.add_argument("--size", default="1600,1400", help="the browser window, WIDTH,HEIGHT")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
