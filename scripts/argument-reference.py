@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write docs/variables.md, the role's variable reference, from roles/sglang_dflash/meta/argument_specs.yml.
 
     .venv/bin/python scripts/argument-reference.py           # writes docs/variables.md

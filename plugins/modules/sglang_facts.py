@@ -43,6 +43,8 @@ notes:
 seealso:
   - module: gpufleet.sglang.python_package_info
   - module: gpufleet.sglang.cli_flags
+  - module: gpufleet.sglang.sglang_fleet_rows
+    description: The same facts, judged as a deployment would judge them, as the fleet report's rows.
 """
 
 EXAMPLES = r"""
