@@ -50,7 +50,7 @@ def default_of(option):
 
 def entry_point(name, spec, main_options):
     lines = ["## Entry point `%s`" % name, ""]
-    lines += [p for p in paragraphs(spec.get("short_description"))] + [""]
+    lines += paragraphs(spec.get("short_description")) + [""]
     for p in paragraphs(spec.get("description")):
         lines += ["- %s" % p]
     if spec.get("description"):

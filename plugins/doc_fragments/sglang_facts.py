@@ -62,7 +62,7 @@ options:
   rollout_record:
     description:
       - Path of the record the role gpufleet.sglang.sglang_dflash keeps of its last switch on the host, a JSON
-        file with the time, the algorithm, the outcome and the speed before and after; returned as RV(rollout_record).
+        file with the time, the algorithm, the outcome and the speed before and after; returned as C(rollout_record).
     type: path
   model_path:
     description:

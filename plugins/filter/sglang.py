@@ -90,7 +90,7 @@ def sglang_server_info_diff(info, expected):
 def sglang_gpu_holders(gpus, allowed_units, gpu_indexes=None):
     """The GPU processes of units other than allowed_units (on gpu_indexes only, when given), for a message."""
     return _gpus.gpu_holders(dict(gpus or {}), set(unit_name(u) for u in allowed_units or []),
-                               None if gpu_indexes is None else [int(i) for i in gpu_indexes])
+                             None if gpu_indexes is None else [int(i) for i in gpu_indexes])
 
 
 def sglang_speed_verdict(after, before=None, min_accept_length=None, min_speedup=None):

@@ -352,4 +352,3 @@ def resolve_command(words, launchers, environment_path=None):
                         "interpreter that runs SGLang" % (" ".join(values[:3]), " / ".join(launchers)))
     wrapper = "env" if any(os.path.basename(v) == "env" for v in values[:found["index_python"]]) else None
     return dict(found, wrapper=wrapper, args=list(words[found["index_args"]:]))
-

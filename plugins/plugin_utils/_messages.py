@@ -78,8 +78,8 @@ def rollback_message(plan, facts, host, algorithm, outcome):
 def gpus_busy_message(holders, timeout, stopped_units):
     """Why the new server is not started: the processes that still hold its GPUs timeout seconds after the
     stopped_units were stopped (holders: _gpus.gpu_holders')."""
-    return "GPUs still in use %ss after stopping %s: %s" % (timeout, ", ".join(stopped_units or []),
-                                                           "; ".join(holders or []))
+    return "GPUs still in use %ss after stopping %s: %s" % (
+        timeout, ", ".join(stopped_units or []), "; ".join(holders or []))
 
 
 def server_info_message(mismatch, endpoint):

@@ -159,4 +159,3 @@ def test_the_real_fleets_commands_load_with_the_example_inventory():
         run = run_as_written(line, ["--list-hosts"])
         assert run.returncode == 0, line + "\n" + run.stdout[-2000:] + run.stderr[-2000:]
         assert "inf-h100-01.example.internal" in run.stdout, run.stdout
-

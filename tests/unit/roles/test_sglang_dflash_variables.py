@@ -58,4 +58,3 @@ def test_the_fleet_rows_gather_with_the_options_of_the_deployments_facts():
     rows = dict(yaml.safe_load((ROLE / "tasks" / "fleet_row.yml").read_text())[0]["gpufleet.sglang.sglang_fleet_rows"])
     assert rows.pop("plan_settings") == "{{ sglang_dflash__settings }}"
     assert rows == facts
-

@@ -176,4 +176,3 @@ def test_shell_wrapper_leaves_trailing_redirections_out_of_the_arguments():
 def test_empty_exec_start_is_refused():
     with pytest.raises(UnitError, match="ExecStart is empty"):
         resolve_command([], LAUNCHERS)
-

@@ -80,4 +80,3 @@ def test_the_speed_gates_message_gives_every_problem_and_the_figures():
     assert speed_gates_message(verdict) == (
         "the new server is healthy but does not pass the speed gates: speedup 1.02x is below "
         "sglang_dflash_min_speedup=1.2; b (tokens/s 200.0 -> 204.0 (1.02x))")
-
