@@ -7,8 +7,8 @@ fleet bench does), provisions them as operators' boxes of a mixed fleet - most o
 0.5.11 and 0.5.6 (no DFLASH), with the recorded GPU inventories of H100, A100, L40S/4090 and H200 boxes, a few
 with a drafter missing or a block size the drafter was not trained with - plus two inventory hosts no node
 answers. Then playbooks/gather_facts.yml gathers them as a user runs it, and headless Chromium takes the top of
-the fleet-report.html it wrote. Every row is what the collection reported; nothing is made up. The report's JSON
-is kept beside the picture (--out with .json).
+the fleet-report.html it wrote. Every row is what the collection reported; nothing is made up. --json PATH keeps
+the report's fleet-report.json too.
 """
 
 import argparse
@@ -68,6 +68,7 @@ def main():
     parser.add_argument("--forks", type=int, default=16)
     parser.add_argument("--out", default=str(REPO / "docs" / "fleet-report.png"))
     parser.add_argument("--size", default="1600,1400", help="the browser window, WIDTH,HEIGHT")
+    parser.add_argument("--json", help="also keep the report's fleet-report.json there")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
     env, keys = lab_environment()
@@ -91,7 +92,8 @@ def main():
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(raw, out)
-        shutil.copy(report / "fleet-report.json", out.with_suffix(".json"))
+        if args.json:
+            shutil.copy(report / "fleet-report.json", args.json)
         rows = json.loads((report / "fleet-report.json").read_text())["hosts"]
         counts = {}
         for row in rows:
