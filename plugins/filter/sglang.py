@@ -14,11 +14,14 @@ __metaclass__ = type
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import redact
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
-    _checks,
+    _drafter,
+    _gpus,
     _messages,
     _plan,
     _records,
     _revert_plan,
+    _rollback,
+    _rollout,
     _speed_gates,
 )
 
@@ -44,13 +47,28 @@ def sglang_plan_lines(plan):
 
 
 def sglang_rollback_outcome(observed):
-    """What the rollback of a failed switch did, from what the rollback tasks observed (see _records)."""
-    return _records.rollback_outcome(dict(observed or {}))
+    """What the rollback of a failed switch did, from what the rollback tasks registered (see _rollback)."""
+    return _rollback.rollback_outcome(dict(observed or {}))
 
 
 def sglang_rollback_message(plan, facts, host, algorithm, outcome):
     """What failed in the switch and what the rollback put back (outcome: sglang_rollback_outcome's)."""
     return _messages.rollback_message(dict(plan or {}), dict(facts or {}), host, algorithm, dict(outcome or {}))
+
+
+def sglang_gpus_busy_message(holders, timeout, stopped_units):
+    """Why the new server is not started: what still holds its GPUs after the units were stopped."""
+    return _messages.gpus_busy_message(list(holders or []), timeout, list(stopped_units or []))
+
+
+def sglang_server_info_message(mismatch, endpoint):
+    """Why a healthy new server is rolled back: the settings it runs other than asked (sglang_server_info_diff's)."""
+    return _messages.server_info_message([list(m) for m in mismatch or []], endpoint)
+
+
+def sglang_speed_gates_message(verdict):
+    """Why a healthy new server is rolled back: the speed gates it does not pass (sglang_speed_verdict's)."""
+    return _messages.speed_gates_message(dict(verdict or {}))
 
 
 def sglang_host_result(plan, facts, host, observed):
@@ -66,13 +84,13 @@ def sglang_rollout_record(plan, facts, measurements, outcome, reason=None, when=
 
 def sglang_server_info_diff(info, expected):
     """[[key, wanted, reported]] where the running server differs from what was asked."""
-    return _checks.confirm_server_info(info or {}, expected or {})
+    return _drafter.confirm_server_info(info or {}, expected or {})
 
 
 def sglang_gpu_holders(gpus, allowed_units, gpu_indexes=None):
     """The GPU processes of units other than allowed_units (on gpu_indexes only, when given), for a message."""
-    return _checks.gpu_holders(dict(gpus or {}), set(unit_name(u) for u in allowed_units or []),
-                               None if gpu_indexes is None else [int(i) for i in gpu_indexes])
+    return _gpus.gpu_holders(dict(gpus or {}), set(unit_name(u) for u in allowed_units or []),
+                             None if gpu_indexes is None else [int(i) for i in gpu_indexes])
 
 
 def sglang_speed_verdict(after, before=None, min_accept_length=None, min_speedup=None):
@@ -107,7 +125,7 @@ def sglang_fleet_rows(hostvars, hosts, gateway_reads=None, from_cache=False, now
 
 def sglang_rollout_stopped(hostvars, hosts, max_fail_percentage=0):
     """Why the rollout must not start another batch ('' to go on)."""
-    return _messages.rollout_stopped(hostvars, hosts, max_fail_percentage)
+    return _rollout.rollout_stopped(hostvars, hosts, max_fail_percentage)
 
 
 def sglang_rollout_summary(hostvars, hosts):
@@ -124,6 +142,9 @@ class FilterModule(object):
             "sglang_plan_lines": sglang_plan_lines,
             "sglang_rollback_outcome": sglang_rollback_outcome,
             "sglang_rollback_message": sglang_rollback_message,
+            "sglang_gpus_busy_message": sglang_gpus_busy_message,
+            "sglang_server_info_message": sglang_server_info_message,
+            "sglang_speed_gates_message": sglang_speed_gates_message,
             "sglang_host_result": sglang_host_result,
             "sglang_server_info_diff": sglang_server_info_diff,
             "sglang_gpu_holders": sglang_gpu_holders,

@@ -352,21 +352,3 @@ def resolve_command(words, launchers, environment_path=None):
                         "interpreter that runs SGLang" % (" ".join(values[:3]), " / ".join(launchers)))
     wrapper = "env" if any(os.path.basename(v) == "env" for v in values[:found["index_python"]]) else None
     return dict(found, wrapper=wrapper, args=list(words[found["index_args"]:]))
-
-
-def render_exec_start(prefix, words, command, new_args_raw):
-    """The ExecStart value with the server's arguments replaced by new_args_raw (raw words).
-
-    Everything before the arguments (wrappers, interpreter, launcher) keeps its raw text. In a
-    shell wrapper the arguments are replaced inside the script and the script is quoted again.
-    """
-    if command["wrapper"] != "shell":
-        head = [w.raw for w in words[:command["index_args"]]]
-        return prefix + " ".join(head + list(new_args_raw))
-    shell = command["shell"]
-    script = shell["script"]
-    middle = " " + " ".join(new_args_raw) if new_args_raw else ""
-    new_script = script[:shell["head_end"]] + middle + script[shell["tail_start"]:]
-    raws = [w.raw for w in words]
-    raws[shell["script_index"]] = quote_word(new_script)
-    return prefix + " ".join(raws)

@@ -25,124 +25,17 @@ description:
     what to set. It fails only on bad options.
 author:
   - gpufleet.sglang contributors (@gpufleet)
-options:
-  service:
-    description:
-      - Name of the SGLang unit (with or without C(.service)).
-      - Ignored when O(services) is set.
-    type: str
-    default: sglang
-  services:
-    description:
-      - Several SGLang services of the host, read in one run; each entry a dict with C(name) (a unit, which need
-        not exist yet, or a glob over the host's SGLang units such as C(sglang@*)) and optionally its own
-        C(python), C(model_path) and C(draft_model_path).
-      - A unit named exactly wins over a pattern; among patterns the first wins. Units are returned in the
-        order of the entries, the matches of a pattern sorted.
-      - The paths of this collection's files for each service come from O(managed_env_dir),
-        O(managed_unit_dir) and O(rollout_record_dir).
-    type: list
-    elements: dict
-  managed_env_dir:
-    description: With O(services), the directory of this collection's environment files (C(UNIT.env)).
-    type: path
-  managed_unit_dir:
-    description: With O(services), the directory of the unit files this collection writes for new services.
-    type: path
-  rollout_record_dir:
-    description: With O(services), the directory of the switch records (C(UNIT.last-rollout.json)).
-    type: path
-  python:
-    description: Interpreter that runs SGLang; by default the one behind the unit's ExecStart.
-    type: path
-  launcher_modules:
-    description: Modules started as C(python -m MODULE) that are the SGLang server.
-    type: list
-    elements: str
-    default: [sglang.launch_server]
-  managed_dropin:
-    description: Base name of this collection's own drop-in; it is left out of the operator's command line.
-    type: str
-  managed_env_file:
-    description: Path of this collection's environment file; its checksum is returned, never its content.
-    type: path
-  managed_unit_file:
-    description: Path of a unit file this collection writes for a new service; its content is returned.
-    type: path
-  rollout_record:
-    description:
-      - Path of the record the role gpufleet.sglang.sglang_dflash keeps of its last switch on the host, a JSON
-        file with the time, the algorithm, the outcome and the speed before and after; returned as RV(rollout_record).
-    type: path
-  model_path:
-    description:
-      - Target model directory; its C(config.json) is read.
-      - By default the directory the unit's command names with C(--model-path).
-    type: path
-  draft_model_path:
-    description: Drafter directory; its C(config.json) is read.
-    type: path
-  user:
-    description: A user whose existence is checked.
-    type: str
-  related_units:
-    description: Units whose states are returned (for example the training job to stop).
-    type: list
-    elements: str
-    default: []
-  search_terms:
-    description: Terms searched in the code that runs (identifier match).
-    type: list
-    elements: str
-    default: [DFLASH, DDTREE]
-  flags_method:
-    description:
-      - How the release's flags are read; see the O(gpufleet.sglang.cli_flags#module:method) option of
-        M(gpufleet.sglang.cli_flags).
-      - C(auto) reads the source and runs C(--help) only where the source cannot be read (a fraction of a
-        second per host; C(--help) took about 20 s on a GPU host); C(cross_check) runs both and compares.
-    type: str
-    choices: [auto, cross_check, help, source]
-    default: auto
-  cache:
-    description: On-host cache directory for the flags and the source search (nothing is written in check mode).
-    type: path
-  timeout:
-    description: Seconds for each probe of the interpreter and each C(nvidia-smi) call.
-    type: int
-    default: 30
-  help_timeout:
-    description: Seconds for C(--help).
-    type: int
-    default: 120
-  max_output_bytes:
-    description: Largest C(--help) output read.
-    type: int
-    default: 4194304
-  plan_settings:
-    description:
-      - The role gpufleet.sglang.sglang_dflash's settings (its C(sglang_dflash__settings)). Read on the controller by
-        this module's action plugin, never sent to the host.
-      - When set, each selected service's facts are judged by the deployment's own plan there and the result holds
-        RV(fleet_rows), the rows of the fleet report, in place of the facts (the role's C(fleet_row) tasks, which
-        need no more than the rows; a host's facts are about 230 KB, most of it the release's flags).
-    type: dict
-  nvidia_smi:
-    description: Path of C(nvidia-smi); looked up on PATH by default.
-    type: path
 requirements:
   - Python 3.8 or newer on the target, standard library only.
   - systemd (C(systemctl)) on the target for the service part.
   - Optionally C(nvidia-smi) and ripgrep (C(rg)) on the target, as for M(gpufleet.sglang.gpu_info) and
     M(gpufleet.sglang.source_search).
 attributes:
-  action:
-    description: Runs an action plugin on the controller around the module (for O(plan_settings)).
-    support: full
   check_mode:
     details:
       - Runs the same in check mode, but writes no O(cache).
 extends_documentation_fragment:
+  - gpufleet.sglang.sglang_facts
   - gpufleet.sglang.attributes
   - gpufleet.sglang.attributes.info_module
 notes:
@@ -150,6 +43,8 @@ notes:
 seealso:
   - module: gpufleet.sglang.python_package_info
   - module: gpufleet.sglang.cli_flags
+  - module: gpufleet.sglang.sglang_fleet_rows
+    description: The same facts, judged as a deployment would judge them, as the fleet report's rows.
 """
 
 EXAMPLES = r"""
@@ -176,17 +71,6 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-fleet_rows:
-  description:
-    - With O(plan_settings), one row of the fleet report for each selected service (C(host), C(unit), C(port),
-      C(gpus) (of the running process), C(environment_drift) and C(environment_note) (the unit's files edited
-      since the start, see RV(sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason, the
-      flag names and changes a deployment would make, its gateway and switch state, and the facts without the
-      release's flag list), and none of the keys below. The filter P(gpufleet.sglang.sglang_fleet_row#filter)
-      builds one such row from the facts and a plan.
-  returned: when O(plan_settings) is set
-  type: list
-  elements: dict
 services:
   description:
     - With O(services), the facts of each selected service, each with the keys below (as without O(services)),
@@ -372,7 +256,6 @@ def main():
             help_timeout=dict(type="int", default=120),
             max_output_bytes=dict(type="int", default=4 * 1024 * 1024),
             nvidia_smi=dict(type="path"),
-            plan_settings=dict(type="dict"),  # the action plugin's (plugins/action/sglang_facts.py)
         ),
         supports_check_mode=True,
     )

@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the role says: why a host is refused, what a rollback put back, what a run changes, the rollout's
-summary and why it stops. Each message names the host and the unit.
+summary. Each message names the host and the unit. Whether the next batch starts is _rollout.py's.
 
 Controller-only and pure.
 """
@@ -75,6 +75,33 @@ def rollback_message(plan, facts, host, algorithm, outcome):
     return text + " Last journal lines of %s: %s" % (plan.get("unit"), " | ".join(outcome.get("journal") or []))
 
 
+def gpus_busy_message(holders, timeout, stopped_units):
+    """Why the new server is not started: the processes that still hold its GPUs timeout seconds after the
+    stopped_units were stopped (holders: _gpus.gpu_holders')."""
+    return "GPUs still in use %ss after stopping %s: %s" % (
+        timeout, ", ".join(stopped_units or []), "; ".join(holders or []))
+
+
+def server_info_message(mismatch, endpoint):
+    """Why a healthy new server is rolled back: the speculative settings it runs other than asked (mismatch:
+    [[key, wanted, reported]], _drafter.confirm_server_info's), read from endpoint."""
+    return "the server is healthy but runs other speculative settings than asked (%s): %s" % (
+        _text(endpoint), ", ".join("%s=%s (asked %s)" % (key, _text(got), _text(want))
+                                   for key, want, got in mismatch or []))
+
+
+def _text(value):
+    """A value as Ansible's templating writes it into a text: null is empty."""
+    return "" if value is None else value
+
+
+def speed_gates_message(verdict):
+    """Why a healthy new server is rolled back: the speed gates it does not pass (verdict: the filter
+    sglang_speed_verdict's, with problems and summary)."""
+    return "the new server is healthy but does not pass the speed gates: %s (%s)" % (
+        "; ".join(verdict.get("problems") or []), verdict.get("summary"))
+
+
 def plan_lines(plan):
     """What a run changes on the host, line by line, before it changes it."""
     changes = plan.get("changes") or {}
@@ -94,23 +121,6 @@ def plan_lines(plan):
     accepted = (plan.get("release_limits") or {}).get("accepted") or []
     lines.extend("release limits accepted: %s" % text for text in accepted)
     return lines
-
-
-def rollout_stopped(hostvars, hosts, max_fail_percentage=0):
-    """Why the rollout must not start another batch ('' to go on): an earlier batch in which more
-    than max_fail_percentage of the hosts did not end with a result (failed, refused, unreachable)."""
-    batches = []
-    for host in hosts:
-        batch = hostvars[host].get("sglang_dflash_batch")
-        if batch and list(batch) not in batches:
-            batches.append(list(batch))
-    for number, batch in enumerate(batches, 1):
-        failed = [h for h in batch if not hostvars[h].get("sglang_dflash_result")]
-        if failed and len(failed) * 100.0 / len(batch) > float(max_fail_percentage or 0):
-            return ("the rollout stopped after batch %d (%s): %d of %d host(s) failed (%s), more than "
-                    "sglang_dflash_max_fail_percentage=%s%%"
-                    % (number, ", ".join(batch), len(failed), len(batch), ", ".join(failed), max_fail_percentage))
-    return ""
 
 
 def rollout_summary(hostvars, hosts):

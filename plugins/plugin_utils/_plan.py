@@ -17,12 +17,12 @@ import os
 import re
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import declarations
-from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import render_exec_start
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import words_from_pairs
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import gpu_holders, host_drafter_problems
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter import host_drafter_problems
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._gpus import gpu_holders
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import release_limits_check
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import (
@@ -36,6 +36,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import 
     environment_file_content,
     exec_start,
     render_dropin,
+    render_exec_start,
     render_unit,
     text_sha256,
 )

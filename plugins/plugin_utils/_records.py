@@ -5,7 +5,6 @@
 
 - host_result: what a run did on a host (sglang_dflash_result, the play's summary);
 - rollout_record: what a switch did and measured, kept on the host (JSON) for the fleet report;
-- rollback_outcome: what the rollback of a failed switch put back (the failure message reads it);
 - fleet_row: one host of the fleet report, with or without facts; fleet_rows: every host with its gateways.
 
 Controller-only and pure.
@@ -128,32 +127,6 @@ def _written_files(plan):
     return written
 
 
-def rollback_outcome(observed):
-    """What the rollback of a failed switch did, as rollback_message reads it.
-
-    observed: failure (the failed task's result), restarted (the new server was started), old_ready
-    (sglang_wait_ready's result for the previous service; None or skipped when not checked), rollback_s,
-    journal_lines (unit_journal's lines, read when the failure did not bring the journal itself),
-    taken_out_of_rotation, back_in_rotation, back_failed (why putting the host back failed).
-    """
-    failure = observed.get("failure") or {}
-    old_ready = observed.get("old_ready")
-    if not old_ready or old_ready.get("skipped"):
-        old_ready = None
-    if not observed.get("taken_out_of_rotation"):
-        rotation = None
-    elif observed.get("back_failed"):
-        rotation = "left OUT of rotation: %s" % observed["back_failed"]
-    elif observed.get("back_in_rotation"):
-        rotation = "back in rotation"
-    else:
-        rotation = "left OUT of rotation: the previous service is not healthy"
-    journal = failure["journal"] if "journal" in failure else observed.get("journal_lines")
-    return {"failure": failure, "restarted": bool(observed.get("restarted")), "old_ready": old_ready,
-            "rollback_s": _number(observed.get("rollback_s")) or 0.0, "rotation": rotation,
-            "journal": list(journal or [])}
-
-
 def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
     """One host of the fleet report. With facts and the plan: ready or blocked, and why. Without: failed
     (reached, but no facts) or unreachable."""
@@ -247,7 +220,7 @@ def fleet_rows(hostvars, hosts, gateway_read=None, from_cache=False, now=None):
     """One report row per service, sorted by host (a host's services in the order they were selected).
 
     This run's rows (from_cache false): the fleet_rows of each host's sglang_dflash_host_facts (the role's fleet_row
-    tasks register sglang_facts' judged result there) with each service's place in its gateways (gateway_read:
+    tasks register sglang_fleet_rows' result there) with each service's place in its gateways (gateway_read:
     sglang_gateway_info's gateways); else fleet_row without facts: unreachable when that task could not reach the
     host or the host was not in this run, failed when it was (sglang_fleet_reached), with the task's message when it
     has one. Each row carries gathered_at (now).

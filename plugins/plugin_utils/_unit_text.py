@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Text this collection writes on a host: ExecStart words, EnvironmentFile lines, our drop-in and our unit.
+"""Text this collection writes on a host: the operator's ExecStart with new server arguments, ExecStart words,
+EnvironmentFile lines, our drop-in and our unit.
 
 Controller-only and pure: values that cannot be written without changing their meaning are refused
 (UnsafeValue), never written."""
@@ -13,6 +14,7 @@ __metaclass__ = type
 import hashlib
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import quote_word
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import MANAGED_MARKER
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -41,6 +43,24 @@ def systemd_quote(arg):
     if _SAFE_ARG.match(arg):
         return escaped
     return '"%s"' % escaped.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def render_exec_start(prefix, words, command, new_args_raw):
+    """The ExecStart value with the server's arguments replaced by new_args_raw (raw words).
+
+    Everything before the arguments (wrappers, interpreter, launcher) keeps its raw text. In a
+    shell wrapper the arguments are replaced inside the script and the script is quoted again.
+    """
+    if command["wrapper"] != "shell":
+        head = [w.raw for w in words[:command["index_args"]]]
+        return prefix + " ".join(head + list(new_args_raw))
+    shell = command["shell"]
+    script = shell["script"]
+    middle = " " + " ".join(new_args_raw) if new_args_raw else ""
+    new_script = script[:shell["head_end"]] + middle + script[shell["tail_start"]:]
+    raws = [w.raw for w in words]
+    raws[shell["script_index"]] = quote_word(new_script)
+    return prefix + " ".join(raws)
 
 
 def exec_start(argv):

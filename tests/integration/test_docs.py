@@ -9,11 +9,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
-# Modules with an action plugin of the same name; those whose module file holds only documentation run on the
-# controller alone.
+# Modules with an action plugin of the same name; those whose action needs no connection run on the controller
+# alone (their module file holds only documentation).
 ACTIONS = sorted(p.stem for p in (REPO / "plugins" / "action").glob("*.py") if p.stem != "__init__")
 CONTROLLER_ONLY = sorted(n for n in ACTIONS
-                         if "def main(" not in (REPO / "plugins" / "modules" / (n + ".py")).read_text())
+                         if "_requires_connection = False" in (REPO / "plugins" / "action" / (n + ".py")).read_text())
 
 
 def filter_names():
@@ -51,7 +51,8 @@ def test_every_module_renders(ansible_env):
         assert "gpufleet.sglang.%s" % name in text
     docs = ansible_doc(ansible_env, "module", MODULES, as_json=True)
     assert sorted(docs) == ["gpufleet.sglang." + n for n in MODULES]
-    assert "sglang_facts" in ACTIONS and CONTROLLER_ONLY == ["sglang_fleet_report"]
+    assert "sglang_fleet_rows" in ACTIONS and CONTROLLER_ONLY == ["sglang_fleet_report"]
+    assert [n for n in CONTROLLER_ONLY if "def main(" in (REPO / "plugins" / "modules" / (n + ".py")).read_text()] == []
     for name, doc in docs.items():
         short = name.split(".")[-1]
         doc = doc["doc"]
@@ -94,8 +95,8 @@ def test_the_role_renders(ansible_env):
     assert "ENTRY POINT" in text and "sglang_dflash_algorithm" in text
 
 
-def test_the_readme_names_every_filter():
-    readme = (REPO / "README.md").read_text()
+def test_the_architecture_page_names_every_filter():
+    readme = (REPO / "docs" / "architecture.md").read_text()
     words = dict(enumerate(("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
                             "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
                             "eighteen", "nineteen", "twenty")))

@@ -1,5 +1,5 @@
-"""The execution environment for real, with the README's commands as written: scripts/ee.sh builds it
-(ansible-builder 3 on a base image debootstrapped here, the collection from its tarball) and runs
+"""The execution environment for real, with the commands of docs/operator-guide.md as written: scripts/ee.sh builds
+it (ansible-builder 3 on a base image debootstrapped here, the collection from its tarball) and runs
 playbooks/gather_facts.yml in it with ansible-navigator over SSH against a lab node (gpufleet-ee on
 127.0.0.1:22191, user ops with sudo). The image holds this collection at galaxy.yml's version, ansible-core
 and ansible-runner, and what the collection's Python code imports."""
@@ -38,11 +38,12 @@ def in_ee(*argv, stdin=None):
 
 
 def readme_command(prefix):
-    """The one command line of the README's sh blocks that starts with prefix."""
-    text = (REPO / "README.md").read_text()
+    """The one command line of the sh blocks of the README and docs/ (the operator's guide has the EE's) that starts
+    with prefix."""
+    text = "".join(p.read_text() for p in [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md")))
     lines = [line for block in re.findall(r"```sh\n(.*?)```", text, re.S) for line in block.splitlines()
              if line.startswith(prefix)]
-    assert len(lines) == 1, "README.md shows %d command lines starting with %r" % (len(lines), prefix)
+    assert len(lines) == 1, "README.md and docs/ show %d command lines starting with %r" % (len(lines), prefix)
     return lines[0]
 
 

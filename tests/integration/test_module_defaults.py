@@ -1,6 +1,7 @@
 """module_defaults for the action group gpufleet.sglang.sglang (meta/runtime.yml), through ansible-playbook."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,4 +71,14 @@ def test_the_group_lists_the_modules_that_share_timeout():
     group = runtime["action_groups"]["sglang"]
     for module in group:
         source = (REPO / "plugins" / "modules" / (module + ".py")).read_text()
-        assert "\n  timeout:\n" in source and "timeout=dict(type=\"int\"" in source, module
+        # The options documented in the module or in the doc fragments of this collection it extends.
+        fragments = [REPO / "plugins" / "doc_fragments" / (f + ".py")
+                     for f in re.findall(r"^  - gpufleet\.sglang\.([a-z_]+)$", source, re.M)]
+        documented = source + "".join(f.read_text() for f in fragments if f.is_file())
+        # An action that only documents a module (sglang_fleet_rows) passes its options to the module it runs.
+        runs = source
+        if "def main(" not in source:
+            action = (REPO / "plugins" / "action" / (module + ".py")).read_text()
+            (ran,) = re.findall(r'module_name="gpufleet\.sglang\.([a-z_]+)"', action)
+            runs = (REPO / "plugins" / "modules" / (ran + ".py")).read_text()
+        assert "\n  timeout:\n" in documented and "timeout=dict(type=\"int\"" in runs, module

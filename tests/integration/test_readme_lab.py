@@ -1,8 +1,10 @@
-"""The README's commands against the embedded lab, exactly as written: the fleet picture of the local target
-(inventories/local, SSH on 127.0.0.1:22100 as ops with sudo) and the way back on it."""
+"""The commands of the README and of docs/, exactly as written: the fleet picture of the embedded lab target
+(inventories/local, SSH on 127.0.0.1:22100 as ops with sudo) and the way back on it, and every other command line
+of their sh blocks, each checked the way it can be here (test_every_command_of_the_docs_is_checked)."""
 
 import json
 import os
+import re
 import shlex
 import subprocess
 
@@ -24,14 +26,17 @@ def readme_lines(playbook):
     return lines
 
 
-def run_as_written(line):
-    """A README line run as a shell runs it: leading VAR=value words are its environment. It prints no warning."""
+def run_as_written(line, extra=()):
+    """A README line run as a shell runs it: leading VAR=value words are its environment ($VAR in them expanded).
+    It prints no warning."""
     words = shlex.split(line)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
     while "=" in words[0] and not words[0].startswith(("-", "/", ".")):
         key, value = words.pop(0).split("=", 1)
-        env[key] = value
-    run = sh(words, env=env, check=False)
+        env[key] = re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), ""), value)
+    if "/" in words[0] and not words[0].startswith("/"):
+        words[0] = str(REPO / words[0])
+    run = sh(words + list(extra), env=env, check=False)
     printed = "%s printed:\n%s%s" % (line, run.stderr, run.stdout[-2000:])
     assert run.stderr == "" and "WARNING" not in run.stdout, printed
     return run
@@ -66,3 +71,91 @@ def test_the_way_back_on_the_lab_as_the_readme_writes_it(local_lab):
     run = run_as_written(line)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "gpufleet-local: sglang.service (revert) sglang 0.5.23: " in run.stdout
+
+
+# ---- every command of the README and of docs/ ------------------------------------------------------------------
+
+DOCS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
+
+
+def doc_commands():
+    """(page, line) for every command line of the pages' sh blocks (comments and blank lines left out)."""
+    out = []
+    for page in DOCS:
+        for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.S):
+            out += [(page.name, line.split("  #")[0].strip()) for line in block.splitlines()
+                    if line.strip() and not line.strip().startswith("#")]
+    return out
+
+
+# Commands other tests run as written: the lab's two (above), the EE's (tests/integration/test_ee.py).
+RUN_ELSEWHERE = (
+    re.compile(r"^ANSIBLE_COLLECTIONS_PATH=\.cache/collections \.venv/bin/ansible-playbook -i inventories/local "
+               r"playbooks/(gather_facts|revert_dflash)\.yml$"),
+    re.compile(r"^scripts/ee\.sh$"),
+    re.compile(r"^CONTAINERS_CONF=\S+ ANSIBLE_NAVIGATOR_CONFIG=\S+ \.cache/ee-tools/bin/ansible-navigator run "),
+)
+# The set-up and test entry points: CI runs scripts/test.sh (which runs scripts/setup.sh), the lab fixture above does
+# what scripts/deploy.sh does; here each must exist, parse, and take the stages a page names.
+ENTRY_POINTS = re.compile(r"^(scripts/(deploy|test|update-locks)\.sh|tests/molecule\.sh)( .*)?$")
+# A real fleet's commands, against the example inventory: run as written with --list-hosts, which loads the
+# collection, the playbook and the inventory and contacts no host (the example's hosts do not exist).
+EXAMPLE_FLEET = re.compile(r"^ANSIBLE_COLLECTIONS_PATH=\.cache/collections \.venv/bin/ansible-playbook "
+                           r"-i inventories/example playbooks/\w+\.yml( -e \S+)*$")
+# Commands run here as written.
+RUN_HERE = (
+    re.compile(r"^PATH=\.venv/bin:\$PATH scripts/install-collection\.sh \.cache/collections$"),
+    re.compile(r"^\.venv/bin/python scripts/argument-reference\.py --check$"),
+)
+
+
+def test_every_command_of_the_docs_is_checked():
+    unchecked = [(page, line) for page, line in doc_commands()
+                 if not any(p.match(line) for p in RUN_ELSEWHERE + RUN_HERE + (ENTRY_POINTS, EXAMPLE_FLEET))]
+    assert unchecked == [], "commands in the docs that no test runs or checks: %s" % unchecked
+    lines = [line for _page, line in doc_commands()]
+    assert sum(bool(EXAMPLE_FLEET.match(line)) for line in lines) >= 3 and "scripts/deploy.sh" in lines
+
+
+def test_the_entry_points_the_docs_name_exist_parse_and_take_those_stages():
+    test_sh = (REPO / "scripts" / "test.sh").read_text()
+    # The stages scripts/test.sh names in its own refusal of an unknown one.
+    (usage,) = re.findall(r"unknown stage \$s \(([a-z ]+) molecule:SCENARIO", test_sh)
+    stages = set(usage.split())
+    scenarios = {p.name for p in (REPO / "extensions" / "molecule").iterdir() if (p / "molecule.yml").is_file()}
+    for _page, line in doc_commands():
+        match = ENTRY_POINTS.match(line)
+        if not match:
+            continue
+        script, *args = line.split()
+        assert os.access(REPO / script, os.X_OK), script
+        sh(["bash", "-n", script])
+        for arg in args:
+            if script == "scripts/test.sh" and arg.startswith("molecule:"):
+                assert set(arg.split(":", 1)[1].split(",")) <= scenarios, line
+            elif script == "scripts/test.sh":
+                assert arg in stages, "%s: scripts/test.sh has no stage %s (%s)" % (line, arg, sorted(stages))
+            elif script == "tests/molecule.sh":
+                assert arg in scenarios, line
+            elif script == "scripts/update-locks.sh":
+                assert arg == "--no-test", line
+            else:
+                assert arg.startswith("-"), line  # scripts/deploy.sh passes ansible-playbook options through
+
+
+def test_the_commands_the_docs_run_here_work_as_written():
+    lines = [line for _page, line in doc_commands() if any(p.match(line) for p in RUN_HERE)]
+    assert lines
+    for line in sorted(set(lines), key=lambda x: "argument-reference" in x):
+        run = run_as_written(line)
+        assert run.returncode == 0, line + "\n" + run.stdout[-2000:] + run.stderr[-2000:]
+
+
+def test_the_real_fleets_commands_load_with_the_example_inventory():
+    lines = sorted(set(line for _page, line in doc_commands() if EXAMPLE_FLEET.match(line)))
+    sh(["scripts/install-collection.sh", str(REPO / ".cache" / "collections")],
+       env=dict(os.environ, PATH="%s:%s" % (REPO / ".venv" / "bin", os.environ["PATH"])))
+    for line in lines:
+        run = run_as_written(line, ["--list-hosts"])
+        assert run.returncode == 0, line + "\n" + run.stdout[-2000:] + run.stderr[-2000:]
+        assert "inf-h100-01.example.internal" in run.stdout, run.stdout

@@ -49,3 +49,12 @@ def test_every_per_service_setting_is_a_setting_of_the_plan():
     assert set(_services.PER_SERVICE_SETTINGS) <= set(SETTINGS), set(_services.PER_SERVICE_SETTINGS) - set(SETTINGS)
     for key in _services.PER_SERVICE_SETTINGS:
         assert "sglang_dflash_" + key in SPEC, key
+
+
+def test_the_fleet_rows_gather_with_the_options_of_the_deployments_facts():
+    # tasks/fleet_row.yml passes tasks/gather.yml's options to sglang_fleet_rows: the report reads what a deployment
+    # reads.
+    facts = yaml.safe_load((ROLE / "tasks" / "gather.yml").read_text())[0]["gpufleet.sglang.sglang_facts"]
+    rows = dict(yaml.safe_load((ROLE / "tasks" / "fleet_row.yml").read_text())[0]["gpufleet.sglang.sglang_fleet_rows"])
+    assert rows.pop("plan_settings") == "{{ sglang_dflash__settings }}"
+    assert rows == facts

@@ -28,3 +28,13 @@ def test_gpu_holders_allows_the_units_as_systemd_spells_them():
 def test_unit_name():
     unit_name = FilterModule().filters()["sglang_unit_name"]
     assert unit_name("sglang-qwen") == "sglang-qwen.service" and unit_name("sglang@a.service") == "sglang@a.service"
+
+
+def test_the_message_filters_take_ansibles_values():
+    filters = FilterModule().filters()
+    assert filters["sglang_gpus_busy_message"](("GPU 0 pid 1 (p, no unit, 1 MiB)",), 60, ("a.service",)) == (
+        "GPUs still in use 60s after stopping a.service: GPU 0 pid 1 (p, no unit, 1 MiB)")
+    assert filters["sglang_server_info_message"]([("k", 1, 2)], "/get_server_info") == (
+        "the server is healthy but runs other speculative settings than asked (/get_server_info): k=2 (asked 1)")
+    assert filters["sglang_speed_gates_message"]({"problems": ["p"], "summary": "s"}) == (
+        "the new server is healthy but does not pass the speed gates: p (s)")

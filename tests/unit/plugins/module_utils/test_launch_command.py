@@ -1,5 +1,5 @@
 """launch_command: systemd's words of an ExecStart, the shell and env wrappers, the interpreter and launcher
-behind them, and the command written back with new server arguments."""
+behind them (plugin_utils/_unit_text.py writes the command back with new server arguments)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,6 @@ import pytest
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import (
     UnitError,
     quote_word,
-    render_exec_start,
     resolve_command,
     resolve_launch,
     shebang_python,
@@ -177,22 +176,3 @@ def test_shell_wrapper_leaves_trailing_redirections_out_of_the_arguments():
 def test_empty_exec_start_is_refused():
     with pytest.raises(UnitError, match="ExecStart is empty"):
         resolve_command([], LAUNCHERS)
-
-
-# ---- the command written back -------------------------------------------------------------------
-
-def test_render_keeps_the_head_as_written_and_replaces_the_arguments():
-    head = '-/usr/bin/env "PATH=/a b" /opt/venv/bin/python3 -m sglang.launch_server'
-    prefix, words = split_exec_start(head.replace(" ", "  ", 1) + " --port 1")
-    command = resolve_command(words, LAUNCHERS)
-    assert render_exec_start(prefix, words, command, ["--port", "2", '"x y"']) == head + ' --port 2 "x y"'
-    assert render_exec_start(prefix, words, command, []) == head
-
-
-def test_render_in_a_shell_wrapper_rewrites_the_script_only_between_head_and_tail():
-    head = "cd /srv && exec /opt/venv/bin/python3 -m sglang.launch_server"
-    prefix, words = split_exec_start("/bin/bash -lc '%s --port 1 >>/log 2>&1' extra" % head)
-    command = resolve_command(words, LAUNCHERS)
-    assert render_exec_start(prefix, words, command, ["--port", "2"]) == (
-        '/bin/bash -lc "%s --port 2 >>/log 2>&1" extra' % head)
-    assert render_exec_start(prefix, words, command, []) == '/bin/bash -lc "%s >>/log 2>&1" extra' % head

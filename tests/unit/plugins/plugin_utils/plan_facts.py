@@ -4,13 +4,10 @@ of a hand-written unit, the facts of the host that runs it and the role's settin
 from pathlib import Path
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils import cli_flags
-from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import (
-    render_exec_start,
-    resolve_command,
-    split_exec_start,
-)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import resolve_command, split_exec_start
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import command_to_dict
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import plan_arguments
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import render_exec_start
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang"
 

@@ -1,11 +1,13 @@
 """What the role says (plugin_utils/_messages.py): the change before it is made, the rollback, the rollout's
-summary and why it stops. The refusals are tested with the plan (test_plan.py)."""
+summary. The refusals are tested with the plan (test_plan.py)."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
+    gpus_busy_message,
     plan_lines,
     rollback_message,
-    rollout_stopped,
     rollout_summary,
+    server_info_message,
+    speed_gates_message,
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from plan_facts import NEXTN, SETTINGS, facts_for
@@ -26,15 +28,6 @@ def test_plan_lines():
     quiet = plan_lines(dict(PLAN, needs_change=False, gateway=None, stop={"summary": "as the unit says"}))
     assert quiet[0] == "switch sglang-qwen.service: already as asked"
     assert quiet[-2:] == ["stop: as the unit says", "gateway: none (sglang_dflash_gateway_urls)"]
-
-
-def test_the_rollout_stops_after_a_batch_over_the_failure_budget():
-    hostvars = {"a": {"sglang_dflash_batch": ["a", "b"], "sglang_dflash_result": {"unit": "sglang.service"}},
-                "b": {"sglang_dflash_batch": ["a", "b"]},
-                "c": {"sglang_dflash_batch": ["c"], "sglang_dflash_result": {"unit": "sglang.service"}}}
-    assert rollout_stopped(hostvars, ["a", "b", "c"], 50) == ""
-    stopped = rollout_stopped(hostvars, ["a", "b", "c"], 0)
-    assert stopped.startswith("the rollout stopped after batch 1 (a, b): 1 of 2 host(s) failed (b)")
 
 
 def test_rollout_summary_lines():
@@ -62,3 +55,28 @@ def test_the_rollback_message_says_where_the_host_is_in_rotation():
     assert "This host is back in rotation." in rollback_message(plan, facts_for(NEXTN), "h1", "DFLASH", outcome)
     outcome["rotation"] = None
     assert "rotation" not in rollback_message(plan, facts_for(NEXTN), "h1", "DFLASH", outcome)
+
+
+# The texts the role's tasks wrote in Jinja before, byte for byte (the Molecule scenarios read them).
+def test_the_gpus_busy_message_names_the_wait_the_stopped_units_and_every_holder():
+    assert gpus_busy_message(["GPU 1 pid 11 (python, no unit, 5 MiB)", "GPU 2 pid 12 (x, a.service, 4 MiB)"], 60,
+                             ["train.service", "eval.service"]) == (
+        "GPUs still in use 60s after stopping train.service, eval.service: GPU 1 pid 11 (python, no unit, 5 MiB); "
+        "GPU 2 pid 12 (x, a.service, 4 MiB)")
+    assert gpus_busy_message(["GPU 0 pid 1 (p, no unit, 1 MiB)"], 5.0, []) == (
+        "GPUs still in use 5.0s after stopping : GPU 0 pid 1 (p, no unit, 1 MiB)")
+
+
+def test_the_server_info_message_names_each_setting_as_reported_and_as_asked():
+    mismatch = [["speculative_algorithm", "DFLASH", None], ["speculative_num_draft_tokens", 16, "8"]]
+    assert server_info_message(mismatch, "/server_info") == (
+        "the server is healthy but runs other speculative settings than asked (/server_info): "
+        "speculative_algorithm= (asked DFLASH), speculative_num_draft_tokens=8 (asked 16)")
+
+
+def test_the_speed_gates_message_gives_every_problem_and_the_figures():
+    verdict = {"passed": False, "problems": ["speedup 1.02x is below sglang_dflash_min_speedup=1.2", "b"],
+               "summary": "tokens/s 200.0 -> 204.0 (1.02x)"}
+    assert speed_gates_message(verdict) == (
+        "the new server is healthy but does not pass the speed gates: speedup 1.02x is below "
+        "sglang_dflash_min_speedup=1.2; b (tokens/s 200.0 -> 204.0 (1.02x))")

@@ -8,7 +8,6 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import (
     gateway_state,
     host_result,
     host_rows,
-    rollback_outcome,
     rollout_record,
     traffic_figures,
 )
@@ -62,25 +61,6 @@ def test_rollout_record_keeps_the_figures_and_the_gates():
     assert record["gates"] == {"min_accept_length": 3.0, "min_speedup": None, "passed": True, "problems": [],
                                "notes": []}
     assert record["traffic"] == traffic_figures(PLAN, None, DRAIN)
-
-
-@pytest.mark.parametrize("observed, rotation", [
-    ({}, None),
-    ({"taken_out_of_rotation": True, "back_in_rotation": True}, "back in rotation"),
-    ({"taken_out_of_rotation": True, "back_in_rotation": True, "back_failed": "HTTP 503"},
-     "left OUT of rotation: HTTP 503"),
-    ({"taken_out_of_rotation": True}, "left OUT of rotation: the previous service is not healthy"),
-])
-def test_rollback_outcome_says_where_the_host_is_in_the_traffic(observed, rotation):
-    assert rollback_outcome(observed)["rotation"] == rotation
-
-
-def test_rollback_outcome_journal_and_readiness():
-    crashed = rollback_outcome({"failure": {"msg": "crashed", "journal": ["a"]}, "journal_lines": ["b"],
-                                "old_ready": {"skipped": True}, "rollback_s": "3.5", "restarted": True})
-    assert crashed["journal"] == ["a"] and crashed["old_ready"] is None and crashed["rollback_s"] == 3.5
-    gated = rollback_outcome({"failure": {"msg": "too slow"}, "journal_lines": ["b"], "old_ready": {"ready": True}})
-    assert gated["journal"] == ["b"] and gated["old_ready"] == {"ready": True} and gated["restarted"] is False
 
 
 def test_fleet_row_with_facts_leaves_out_the_flag_list():

@@ -1,13 +1,20 @@
 """Quoting for units and environment files (plugin_utils/_unit_text.py)."""
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import split_words
+from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import (
+    resolve_command,
+    split_exec_start,
+    split_words,
+)
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import (
     UnsafeValue,
     environment_line,
     exec_start,
+    render_exec_start,
     systemd_quote,
 )
+
+LAUNCHERS = ["sglang.launch_server"]
 
 
 @pytest.mark.parametrize("value", [
@@ -47,3 +54,22 @@ def test_environment_lines():
         environment_line("BAD-NAME", "x")
     with pytest.raises(UnsafeValue):
         environment_line("TOKEN", "x\nExecStart=/bin/sh")
+
+
+# ---- the command written back -------------------------------------------------------------------
+
+def test_render_keeps_the_head_as_written_and_replaces_the_arguments():
+    head = '-/usr/bin/env "PATH=/a b" /opt/venv/bin/python3 -m sglang.launch_server'
+    prefix, words = split_exec_start(head.replace(" ", "  ", 1) + " --port 1")
+    command = resolve_command(words, LAUNCHERS)
+    assert render_exec_start(prefix, words, command, ["--port", "2", '"x y"']) == head + ' --port 2 "x y"'
+    assert render_exec_start(prefix, words, command, []) == head
+
+
+def test_render_in_a_shell_wrapper_rewrites_the_script_only_between_head_and_tail():
+    head = "cd /srv && exec /opt/venv/bin/python3 -m sglang.launch_server"
+    prefix, words = split_exec_start("/bin/bash -lc '%s --port 1 >>/log 2>&1' extra" % head)
+    command = resolve_command(words, LAUNCHERS)
+    assert render_exec_start(prefix, words, command, ["--port", "2"]) == (
+        '/bin/bash -lc "%s --port 2 >>/log 2>&1" extra' % head)
+    assert render_exec_start(prefix, words, command, []) == '/bin/bash -lc "%s >>/log 2>&1" extra' % head

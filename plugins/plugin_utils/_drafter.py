@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Checks of what a host and a server report: the drafter's config.json against the target, the GPU
-holders, the running server's /server_info against what was asked.
+"""The drafter: its config.json checked against the target model and the block size asked for, and the running
+server's /server_info (its speculative settings) against what was asked.
 
 Controller-only and pure."""
 
@@ -84,20 +84,6 @@ def drafter_problems(config, requested_block_size, target_config=None):
         problems.append("the drafter was trained with block_size %d but %s was requested"
                         % (block, requested_block_size))
     return problems, block
-
-
-def gpu_holders(gpus, allowed_units, gpu_indexes=None):
-    """GPU processes owned by none of allowed_units (on gpu_indexes only; None: every GPU), described for a message."""
-    out = []
-    for proc in (gpus or {}).get("processes") or []:
-        if proc.get("unit") in allowed_units:
-            continue
-        if gpu_indexes is not None and proc.get("gpu_index") not in gpu_indexes:
-            continue
-        owner = proc.get("unit") or {"process gone": "exited meanwhile"}.get(proc.get("unit_source"), "no unit")
-        out.append("GPU %s pid %s (%s, %s, %s MiB)" % (
-            proc.get("gpu_index"), proc.get("pid"), proc.get("process_name"), owner, proc.get("used_memory_mib")))
-    return out
 
 
 def host_drafter_problems(facts, settings):

@@ -1,6 +1,6 @@
-"""The drafter's config.json checks and the server's confirmation (plugin_utils/_checks.py)."""
+"""The drafter's config.json checks and the server's confirmation (plugin_utils/_drafter.py)."""
 
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._checks import confirm_server_info, drafter_problems
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter import confirm_server_info, drafter_problems
 
 DRAFTER = {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5,
            "dflash_config": {"block_size": 16, "target_layer_ids": [1, 16, 31], "mask_token_id": 151669}}

@@ -1,0 +1,76 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The documentation of an action plugin (plugins/action/sglang_fleet_rows.py): it runs gpufleet.sglang.sglang_facts
+# on the host and judges the facts on the controller.
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_fleet_rows
+short_description: The fleet report's rows of a host, judged as a deployment would judge it
+version_added: "0.2.0"
+description:
+  - Runs M(gpufleet.sglang.sglang_facts) on the host with the options below, then judges each selected service's facts
+    on the controller with the deployment's own plan (the role gpufleet.sglang.sglang_dflash's), so that the report
+    refuses exactly what a deployment would.
+  - Returns only RV(fleet_rows) - a host's facts are about 230 KB, most of it the release's flags, and are never kept.
+  - A failure of M(gpufleet.sglang.sglang_facts) is one C(blocked) row with the module's message, not a failed task.
+  - The role's C(fleet_row) tasks (C(playbooks/gather_facts.yml)) run it.
+author:
+  - gpufleet.sglang contributors (@gpufleet)
+options:
+  plan_settings:
+    description:
+      - The role gpufleet.sglang.sglang_dflash's settings (its C(sglang_dflash__settings)). Read on the controller,
+        never sent to the host.
+    type: dict
+    required: true
+requirements:
+  - As for M(gpufleet.sglang.sglang_facts) - Python 3.8 or newer on the target, standard library only, and systemd.
+attributes:
+  action:
+    description: Runs on the controller around M(gpufleet.sglang.sglang_facts) (not asynchronously - the rows need
+      the facts at once).
+    support: full
+  check_mode:
+    details:
+      - Runs the same in check mode, but M(gpufleet.sglang.sglang_facts) writes no O(cache).
+extends_documentation_fragment:
+  - gpufleet.sglang.sglang_facts
+  - gpufleet.sglang.attributes
+  - gpufleet.sglang.attributes.info_module
+seealso:
+  - module: gpufleet.sglang.sglang_facts
+  - module: gpufleet.sglang.sglang_fleet_report
+"""
+
+EXAMPLES = r"""
+- name: The report's rows of every SGLang service of the host
+  gpufleet.sglang.sglang_fleet_rows:
+    services:
+      - name: "sglang@*"
+    managed_env_dir: /etc/sglang
+    rollout_record_dir: /var/lib/gpufleet-sglang
+    plan_settings: "{{ sglang_dflash__settings }}"
+  register: rows
+"""
+
+RETURN = r"""
+fleet_rows:
+  description:
+    - One row of the fleet report for each selected service (C(host), C(unit), C(port), C(gpus) (of the running
+      process), C(environment_drift) and C(environment_note) (the unit's files edited since the start, see
+      RV(gpufleet.sglang.sglang_facts#module:sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason,
+      the flag names and changes a deployment would make, its gateway and switch state, and the facts without the
+      release's flag list).
+    - The filter P(gpufleet.sglang.sglang_fleet_row#filter) builds one such row from the facts and a plan.
+  returned: always
+  type: list
+  elements: dict
+"""
