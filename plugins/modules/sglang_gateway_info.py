@@ -71,7 +71,7 @@ gateways:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import declarations, read
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import declarations, read
 
 
 def main():

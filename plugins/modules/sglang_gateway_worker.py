@@ -136,7 +136,7 @@ seconds:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import (
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import (
     GatewayError,
     connect,
     declarations,

@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import declarations
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import words_from_pairs

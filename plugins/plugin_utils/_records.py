@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils import gateways
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import seam as gateways
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import declarations
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import LIMIT_IDS
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, relabel
 

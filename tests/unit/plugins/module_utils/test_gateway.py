@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import (
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import (
     GatewayError,
     put_back,
     require_registered,

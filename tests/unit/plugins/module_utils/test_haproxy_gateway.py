@@ -10,7 +10,12 @@ import socket
 import threading
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import (
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.haproxy import (
+    HAProxyGateway,
+    runtime_command,
+    socket_address,
+)
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import (
     GatewayError,
     connect,
     declarations,
@@ -18,11 +23,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import (
     read,
     require_registered,
     take_out,
-)
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.haproxy import (
-    HAProxyGateway,
-    runtime_command,
-    socket_address,
 )
 
 SOCKET = "unix:///run/haproxy/admin.sock"
