@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import seam as gateways
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import same_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
@@ -209,7 +210,7 @@ def gateway_state(gateway, workers_by_gateway):
         elif isinstance(workers, str):
             state = workers
         else:
-            worker = next((w for w in workers if gateways.same_url(w.get("url"), gateway.get("worker_url"))), None)
+            worker = next((w for w in workers if same_url(w.get("url"), gateway.get("worker_url"))), None)
             state = worker["state"] if worker and worker.get("state") else gateways.state(worker)
         states.append({"gateway": declaration.get("url"), "state": state})
     return {"worker_url": gateway.get("worker_url"), "states": states,

@@ -21,7 +21,6 @@ import time
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import (  # noqa: F401 (re-exported)
     IN_ROTATION,
     GatewayError,
-    same_url,
     state,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.haproxy import HAProxyGateway, socket_address
