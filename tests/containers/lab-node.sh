@@ -37,21 +37,49 @@ elif [ "$(label gpufleet.lab)" != "$want" ]; then
   echo "lab: $name was made by ${made_by:-an older script, checkout unknown} with $why; making it again" >&2
   start_container
 fi
+# ready_within SECONDS: the container's systemd is up and ops logs in over the published port with the
+# lab key, within SECONDS (a busy 2-core machine running other suites boots a container slowly).
+ready_within() {
+  local deadline=$((SECONDS + $1)) state
+  while ((SECONDS < deadline)); do
+    state=$(podman exec "$name" systemctl is-system-running 2>/dev/null || true)
+    case "$state" in
+      running|degraded)
+        ssh -q -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no \
+          -o ConnectTimeout=10 -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true 2>/dev/null && return 0 ;;
+    esac
+    sleep 1
+  done
+  return 1
+}
+
+# Why ops cannot log in, in the order it is checked: the container, its systemd, sshd inside, the port, the key.
+explain() {
+  echo "lab: $name does not accept SSH as ops on 127.0.0.1:$port with $keys/id_ed25519" >&2
+  echo "  container: $(podman container inspect "$name" --format '{{.State.Status}}' 2>&1)" \
+    "ports: $(podman port "$name" 2>&1 | tr '\n' ' ')" >&2
+  echo "  systemd: $(podman exec "$name" systemctl is-system-running 2>&1)" \
+    "ssh.service: $(podman exec "$name" systemctl is-active ssh.service 2>&1)" >&2
+  echo "  listening inside: $(podman exec "$name" ss -Hltn 2>&1 | awk '{print $4}' | tr '\n' ' ')" >&2
+  echo "  failed units: $(podman exec "$name" systemctl --failed --plain --no-legend 2>&1 | tr '\n' ';')" >&2
+  echo "  ssh -v, last lines:" >&2
+  ssh -v -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no -o ConnectTimeout=10 \
+    -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true 2>&1 | tail -n 6 | sed 's/^/    /' >&2
+  podman exec "$name" journalctl -u ssh.service --no-pager -n 8 2>&1 | sed 's/^/    /' >&2
+}
+
 podman start "$name" >/dev/null
 # Seen after a host restart: podman says "running" but cannot exec in the container. Make it again.
 if ! podman exec "$name" true >/dev/null 2>&1; then
   echo "lab: $name is not usable (podman cannot exec in it); making it again" >&2
   start_container
 fi
-for _ in $(seq 1 30); do
-  state=$(podman exec "$name" systemctl is-system-running 2>/dev/null || true)
-  case "$state" in running|degraded) break ;; esac
-  sleep 1
-done
-for _ in $(seq 1 30); do
-  ssh -q -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no \
-    -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true && exit 0
-  sleep 1
-done
-echo "lab: $name does not accept SSH as ops on 127.0.0.1:$port with $keys/id_ed25519" >&2
+ready_within 120 && exit 0
+# Once more from scratch: a container left by an earlier run (another podman store, a killed run) may hold
+# the port's forwarding or a state this script does not know.
+explain
+echo "lab: making $name again" >&2
+start_container
+ready_within 120 && exit 0
+explain
 exit 1
