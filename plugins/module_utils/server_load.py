@@ -13,14 +13,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import re
 import time
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.metrics_text import snapshot
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import http_get
 
 # Counted as work in progress, whichever endpoint answers.
 LOAD_FIELDS = ("num_running_reqs", "num_waiting_reqs", "num_reqs", "num_queue_reqs")
-_GAUGE = re.compile(r"^sglang:(num_running_reqs|num_queue_reqs)(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
+# The gauges of /metrics that count work in progress (read by the metrics seam, metrics_text.py).
+LOAD_GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
 
 
 def _sum_fields(records):
@@ -44,8 +45,9 @@ def read_load(url, timeout=5.0, get=http_get):
         if isinstance(loads, list):
             return _sum_fields(loads), "/v1/loads", None
     status, body = get(url + "/metrics", timeout)
-    if status == 200 and _GAUGE.search(body or ""):
-        return int(sum(float(value) for _name, value in _GAUGE.findall(body))), "/metrics", None
+    gauges = snapshot(body)["gauges"] if status == 200 else {}
+    if any(name in gauges for name in LOAD_GAUGES):
+        return int(sum(gauges.get(name, 0.0) for name in LOAD_GAUGES)), "/metrics", None
     status, body = get(url + "/get_load", timeout)
     if status == 200:
         try:
