@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the canary stage: its hosts, what to observe, and the verdict (logic in plugin_utils/_canary.py).
+
+Documented in plugins/filter/<name>.yml.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary
+
+
+def sglang_canary_plan(hosts, canary, batch=1):
+    """{count, hosts, serial, problem}: the canary hosts (the first `count` of the play) and the play's batches."""
+    hosts = list(hosts or [])
+    count, problem = _canary.canary_count(canary, hosts)
+    serial = [count, batch] if count else [batch]
+    return {"count": count, "hosts": hosts[:count], "serial": serial, "problem": problem}
+
+
+def sglang_canary_targets(hostvars, hosts):
+    """[{name, url, instance}] to observe: sglang_dflash_metrics_url, else the gateway's worker URL of each host."""
+    targets = []
+    for host in hosts:
+        hv = hostvars[host]
+        url = hv.get("sglang_dflash_metrics_url") or hv.get("sglang_dflash_gateway_worker_url")
+        if not url:
+            port = hv.get("sglang_dflash_port") or 30000
+            url = "http://%s:%s" % (hv.get("ansible_host") or host, port)
+        target = {"name": host, "url": str(url)}
+        if hv.get("sglang_dflash_prometheus_instance"):
+            target["instance"] = str(hv["sglang_dflash_prometheus_instance"])
+        targets.append(target)
+    return targets
+
+
+def sglang_canary_verdict(observed, canary_hosts, baseline_hosts, overrides=None, min_requests=10,
+                          probe_accept=None):
+    """The canary's verdict over the observed window (see _canary.judge); a bad threshold is a failure."""
+    limits, problem = _canary.thresholds(dict(overrides or {}))
+    observed = dict(observed or {})
+    if problem:
+        return {"verdict": "fail", "failed": [], "inconclusive": [], "figures": {}, "message": problem}
+    problems = list(observed.get("problems") or [])
+    result = _canary.judge(observed.get("figures") or {}, list(canary_hosts or []), list(baseline_hosts or []),
+                           limits, int(min_requests), dict(probe_accept or {}), observed.get("gateway"),
+                           observed.get("source"), "; ".join(problems) or None, observed.get("window_s"))
+    result["notes"] = list(observed.get("notes") or [])
+    if result["notes"]:
+        result["message"] += " (%s)" % "; ".join(result["notes"])
+    return result
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "sglang_canary_plan": sglang_canary_plan,
+            "sglang_canary_targets": sglang_canary_targets,
+            "sglang_canary_verdict": sglang_canary_verdict,
+        }
