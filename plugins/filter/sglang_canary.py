@@ -37,21 +37,35 @@ def sglang_canary_targets(hostvars, hosts):
     return targets
 
 
-def sglang_canary_verdict(observed, canary_hosts, baseline_hosts, overrides=None, min_requests=10,
-                          probe_accept=None):
-    """The canary's verdict over the observed window (see _canary.judge); a bad threshold is a failure."""
-    limits, problem = _canary.thresholds(dict(overrides or {}))
+def sglang_canary_verdict(observed, hostvars, canary_hosts, baseline_hosts, thresholds=None, min_requests=10,
+                          on_inconclusive="hold"):
+    """The canary's verdict over the observed window and what the rollout does (see _canary.judge and decide).
+
+    The acceptance length's reference, where the baseline does not speculate, is each canary host's speed probe
+    after its switch (the role's sglang_dflash__speed_after)."""
+    limits, problem = _canary.thresholds(dict(thresholds or {}))
     observed = dict(observed or {})
     if problem:
-        return {"verdict": "fail", "failed": [], "inconclusive": [], "figures": {}, "message": problem}
+        return {"verdict": "fail", "action": "hold", "failed": [], "inconclusive": [], "figures": {},
+                "message": problem + "; nothing more is switched"}
+    probe_accept = {}
+    for host in canary_hosts or []:
+        after = hostvars[host].get("sglang_dflash__speed_after") or {}
+        if after.get("accept_length") is not None:
+            probe_accept[host] = after["accept_length"]
     problems = list(observed.get("problems") or [])
     result = _canary.judge(observed.get("figures") or {}, list(canary_hosts or []), list(baseline_hosts or []),
-                           limits, int(min_requests), dict(probe_accept or {}), observed.get("gateway"),
+                           limits, int(min_requests), probe_accept, observed.get("gateway"),
                            observed.get("source"), "; ".join(problems) or None, observed.get("window_s"))
     result["notes"] = list(observed.get("notes") or [])
     if result["notes"]:
         result["message"] += " (%s)" % "; ".join(result["notes"])
-    return result
+    return _canary.decide(result, on_inconclusive)
+
+
+def sglang_canary_stopped(hostvars, hosts):
+    """Why the later batches must not start after the canary ('' to go on)."""
+    return _canary.stopped(dict((h, hostvars[h].get("sglang_dflash_canary_result")) for h in hosts))
 
 
 class FilterModule(object):
@@ -60,4 +74,5 @@ class FilterModule(object):
             "sglang_canary_plan": sglang_canary_plan,
             "sglang_canary_targets": sglang_canary_targets,
             "sglang_canary_verdict": sglang_canary_verdict,
+            "sglang_canary_stopped": sglang_canary_stopped,
         }

@@ -63,7 +63,12 @@ def observe(targets, window_s, interval_s, prometheus_url=None, fallback_to_scra
                     "window_s": window_s}
         else:
             source = "prometheus"
-    if not window_s:  # a preflight: the source answers
+    if not window_s:  # a preflight: the source answers (each server's /metrics, when scraping)
+        if source == "scrape":
+            for target in targets:
+                problem = metrics_text.scrape(target["url"], get=get, clock=clock)[1]
+                if problem:
+                    problems.append("host %s: %s" % (target["name"], problem))
         return {"source": source, "figures": {}, "gateway": None, "problems": problems, "notes": notes,
                 "window_s": window_s}
     gateway_first = None

@@ -12,8 +12,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
-
 # metric: (figure, label, unit, better) and its default thresholds. "higher" metrics have a minimum and a
 # minimum ratio to the baseline; "lower" ones a maximum and a maximum ratio (or, for ratios of requests,
 # an increase over the baseline's). Relative thresholds are what a fleet needs by default (hardware, model
@@ -40,6 +38,8 @@ DEFAULT_THRESHOLDS = {
 def canary_count(spec, hosts):
     """How many hosts the first batch has: a count (3) or a percentage ("10%"), at least 1, at most all.
 
+    The play's serial is [spec, batch]: a percentage is sized as Ansible sizes it, so both agree.
+
     Returns (count, problem); 0 with no problem when spec is empty (no canary stage)."""
     if spec in (None, "", 0, "0"):
         return 0, None
@@ -50,7 +50,7 @@ def canary_count(spec, hosts):
             percent = float(text[:-1])
             if not 0 < percent <= 100:
                 raise ValueError(text)
-            count = int(math.ceil(total * percent / 100.0))
+            count = int(total * percent / 100.0)  # as Ansible sizes a serial batch: down, at least 1
         else:
             count = int(text)
             if count < 1:
@@ -202,3 +202,32 @@ def message(result):
     shown = ", ".join("%s %s vs %s" % (METRICS[m][1], _fmt(v["canary"], METRICS[m][2]), _fmt(v["baseline"], METRICS[m][2]))
                       for m, v in figures.items() if v["canary"] is not None)
     return "the canary passed, %s%s%s: %s" % (hosts, window, source, shown)
+
+
+ACTIONS = {"pass": "continue", "fail": "rollback"}
+
+
+def decide(result, on_inconclusive="hold"):
+    """Add what the rollout does (continue, rollback or hold) and say it at the end of the message."""
+    if on_inconclusive not in ("hold", "rollback"):
+        result.update(verdict="fail", action="hold",
+                      message="sglang_dflash_canary_on_inconclusive must be hold or rollback, not %r; nothing more "
+                              "is switched" % (on_inconclusive,))
+        return result
+    action = ACTIONS.get(result["verdict"], on_inconclusive)
+    result["action"] = action
+    if action == "rollback":
+        result["message"] += ". Every canary host goes back to its previous server; no other host was touched."
+    elif action == "hold":
+        result["message"] += (". Held (sglang_dflash_canary_on_inconclusive=hold): the canary hosts keep the new "
+                              "server, no other host is switched; look, then run again or revert them.")
+    return result
+
+
+def stopped(results):
+    """Why the later batches must not start ('' to go on): {host: its canary result or None}."""
+    for host in sorted(results):
+        result = results[host] or {}
+        if result.get("action") in ("rollback", "hold"):
+            return "not started: the canary stopped the rollout (%s)" % result.get("message")
+    return ""

@@ -91,3 +91,11 @@ def test_gateway_error_ratio_from_smg_responses():
             'smg_http_responses_total{path="/generate",status_code="503",error_code="x"} 10\n')
     assert gateway_error_ratio(first, last) == 0.1
     assert gateway_error_ratio(first, first) is None
+
+
+def test_window_zero_scrapes_each_server_once_without_prometheus():
+    def get(url, timeout):
+        return (404, "") if "31132" in url else (200, metrics(1, 1))
+    targets = TARGETS + [{"name": "n2", "url": "http://127.0.0.1:31132", "instance": "127.0.0.1:31132"}]
+    result = observe(targets, 0, 10, get=get)
+    assert result["problems"] == ["host n2: GET http://127.0.0.1:31132/metrics: HTTP 404 (metrics need --enable-metrics)"]

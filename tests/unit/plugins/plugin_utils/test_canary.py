@@ -7,7 +7,9 @@ __metaclass__ = type
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._canary import (
     DEFAULT_THRESHOLDS,
     canary_count,
+    decide,
     judge,
+    stopped,
     thresholds,
 )
 
@@ -25,7 +27,8 @@ def test_canary_count_from_a_count_or_a_percentage():
     assert canary_count(None, HOSTS) == (0, None)
     assert canary_count(1, HOSTS) == (1, None)
     assert canary_count("25%", HOSTS) == (1, None)
-    assert canary_count("30%", HOSTS) == (2, None)  # rounded up: a canary of 1.2 hosts is 2
+    assert canary_count("50%", HOSTS) == (2, None)
+    assert canary_count("10%", HOSTS) == (1, None)  # as Ansible sizes serial batches: down, at least 1
     assert canary_count(9, HOSTS) == (4, None)
     assert canary_count("-1", HOSTS)[1].startswith("sglang_dflash_canary must be a host count (2)")
     assert canary_count("150%", HOSTS)[0] == 0 and canary_count("lots", HOSTS)[1]
@@ -105,3 +108,17 @@ def test_a_speculating_baseline_is_the_acceptance_reference():
     data = {"n1": figures(300.0, 0.004, accept=3.0), "n2": figures(200.0, 0.006, accept=2.6)}
     result = judge(data, ["n1"], ["n2"], probe_accept={"n1": 6.4})
     assert result["figures"]["accept_length"] == {"canary": 3.0, "baseline": 2.6} and result["verdict"] == "pass"
+
+
+def test_what_the_rollout_does_and_says():
+    fail = decide({"verdict": "fail", "message": "the canary failed"})
+    assert fail["action"] == "rollback" and fail["message"].endswith("no other host was touched.")
+    held = decide({"verdict": "inconclusive", "message": "the canary is inconclusive"}, "hold")
+    assert held["action"] == "hold" and "Held (sglang_dflash_canary_on_inconclusive=hold)" in held["message"]
+    assert decide({"verdict": "inconclusive", "message": "x"}, "rollback")["action"] == "rollback"
+    assert decide({"verdict": "pass", "message": "x"})["action"] == "continue"
+    assert decide({"verdict": "inconclusive", "message": "x"}, "wait")["message"].startswith(
+        "sglang_dflash_canary_on_inconclusive must be hold or rollback, not 'wait'")
+    assert stopped({"n1": {"action": "continue"}, "n2": None}) == ""
+    assert stopped({"n1": {"action": "rollback", "message": "m"}}) == \
+        "not started: the canary stopped the rollout (m)"
