@@ -72,9 +72,9 @@ def window_figures(snapshots):
     ttft_p99_s, accept_length, aborted, abort_ratio}; a figure the server does not report is None.
     """
     snapshots = [s for s in snapshots if s]
-    figures = dict((k, None) for k in ("seconds", "requests", "tokens_per_s", "running_mean", "tokens_per_s_per_request",
-                                       "itl_p50_s", "itl_p99_s", "ttft_p99_s", "accept_length", "aborted",
-                                       "abort_ratio"))
+    figures = dict((k, None) for k in ("seconds", "requests", "tokens_per_s", "running_mean",
+                                       "tokens_per_s_per_request", "itl_p50_s", "itl_p99_s", "ttft_p99_s",
+                                       "accept_length", "aborted", "abort_ratio"))
     figures["samples"] = len(snapshots)
     if len(snapshots) < 2:
         return figures

@@ -147,7 +147,7 @@ def judge(figures, canary_hosts, baseline_hosts, limits=None, min_requests=10, p
                 result["inconclusive"].append(
                     "%s host %s served %s request(s) in the window, fewer than %d (no traffic, or no series)"
                     % (group, host, requests if requests is not None else "no", min_requests))
-    for metric, (name, label, unit, better) in METRICS.items():
+    for metric, (name, label, _unit, _better) in METRICS.items():
         if metric == "gateway_error_ratio":
             canary = (gateway or {}).get("error_ratio")
             baseline = (gateway or {}).get("baseline_error_ratio")
@@ -199,7 +199,8 @@ def message(result):
     if result["verdict"] == "inconclusive":
         return "the canary is inconclusive, %s%s%s: %s" % (hosts, window, source, "; ".join(result["inconclusive"]))
     figures = result["figures"]
-    shown = ", ".join("%s %s vs %s" % (METRICS[m][1], _fmt(v["canary"], METRICS[m][2]), _fmt(v["baseline"], METRICS[m][2]))
+    shown = ", ".join("%s %s vs %s" % (METRICS[m][1], _fmt(v["canary"], METRICS[m][2]),
+                                       _fmt(v["baseline"], METRICS[m][2]))
                       for m, v in figures.items() if v["canary"] is not None)
     return "the canary passed, %s%s%s: %s" % (hosts, window, source, shown)
 

@@ -17,6 +17,8 @@ Failure knobs for the tests (simulated, set per drafter directory):
   while /health answers 200 (a server that comes up and breaks on its first request);
 - a file GPUFLEET_STANDIN_ACCEPT_LENGTH (a number) sets the SIMULATED average acceptance length of
   that drafter (a drafter trained for another target accepts 1.4-3 tokens per step, a matching one 6+);
+- a file GPUFLEET_STANDIN_DEGENERATE makes every answer one word repeated (the degenerate greedy output a
+  drafter can come with while its acceptance length looks high);
 - a file GPUFLEET_STANDIN_LOAD_GROWTH (a number) sets how much slower that drafter's speculative step gets per
   extra running request (SIMULATED; default 0.1). With an acceptance length of 5.2 and 1.5 here, a drafter is
   4x faster than no drafter at concurrency 1, slower from concurrency 4 on, and 0.16x at 32: it passes a probe
@@ -31,8 +33,9 @@ figures do (sglang#19952: DFlash 2.0x at concurrency 1, 1.14x at 32; z-lab/dflas
 English prompts, 3.3 on Chinese ones): each step takes longer the more requests run at once (plain decoding
 +3% per extra running request, a speculative step +GPUFLEET_STANDIN_LOAD_GROWTH), and a prompt that is mostly
 not Latin script (Chinese, say) gets the drafter's acceptance length x 0.52 (at least 1). At concurrency 1 and
-on an English prompt the figures are the same as before these effects. meta_info carries completion_tokens, e2e_latency, spec_verify_ct and
-spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens / spec_verify_ct), and
+on an English prompt the figures are the same as before these effects. The answer's words are picked by the
+prompt, the same with and without a drafter (as greedy decoding gives). meta_info carries completion_tokens,
+e2e_latency, spec_verify_ct and spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens / spec_verify_ct), and
 /server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
 /server_info also lists the *names* of the environment variables the process got (never values), so
 a test can see that the unit's Environment= and EnvironmentFile= reached the server.
@@ -165,6 +168,7 @@ class State(object):
     in_flight = 0
     scheduler = None
     load_growth = DEFAULT_SPEC_LOAD_GROWTH
+    degenerate = False
     draft_tokens = 16
     metrics = None
 
@@ -401,6 +405,20 @@ def _count(tokens, steps):
             State.total_verify_steps += steps
 
 
+# The SIMULATED answer: words picked by the prompt, the same with and without a drafter (greedy decoding).
+VOCABULARY = ["the", "server", "answers", "each", "request", "with", "tokens", "that", "a", "small", "model", "drafts",
+              "and", "a", "large", "model", "checks", "so", "that", "several", "tokens", "come", "out", "of", "one",
+              "step", "while", "the", "output", "stays", "what", "greedy", "decoding", "gives"]
+
+
+def answer(prompt, tokens):
+    """The first `tokens` words of this prompt's answer, each with its leading space."""
+    if State.degenerate:
+        return " the" * tokens
+    seed = sum(ord(c) for c in str(prompt)) % len(VOCABULARY)
+    return "".join(" " + VOCABULARY[(seed + 7 * i) % len(VOCABULARY)] for i in range(tokens))
+
+
 def _chat_prompt(request):
     return " ".join(str(m.get("content") or "") for m in request.get("messages") or [] if isinstance(m, dict))
 
@@ -414,7 +432,7 @@ def generate(request):
         pass
     steps = decoding_steps(tokens, prompt)[1] if State.accept_length is not None else None
     _count(tokens, steps)
-    return {"text": " lab" * tokens, "output_ids": list(range(tokens)),
+    return {"text": answer(prompt, tokens), "output_ids": list(range(tokens)),
             "meta_info": _meta(tokens, prompt, started, steps)}
 
 
@@ -428,7 +446,7 @@ def generate_stream(request):
         done = produced == tokens
         if done:
             _count(tokens, steps)
-        yield {"text": " lab" * produced, "output_ids": list(range(produced)),
+        yield {"text": answer(prompt, produced), "output_ids": list(range(produced)),
                "meta_info": _meta(produced, prompt, started, steps if done else None, done)}
 
 
@@ -443,7 +461,8 @@ def chat_completion(request, stream):
         for _produced in decode(tokens, prompt):
             pass
         return dict(base, object="chat.completion", choices=[{
-            "index": 0, "message": {"role": "assistant", "content": " lab" * tokens}, "finish_reason": "length"}],
+            "index": 0, "message": {"role": "assistant", "content": answer(prompt, tokens)},
+            "finish_reason": "length"}],
             usage={"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": 8 + tokens})
 
     def chunks():
@@ -452,7 +471,7 @@ def chat_completion(request, stream):
         sent = 0
         for produced in decode(tokens, prompt, streaming=True):
             yield dict(base, object="chat.completion.chunk", choices=[{
-                "index": 0, "delta": {"content": " lab" * (produced - sent)},
+                "index": 0, "delta": {"content": answer(prompt, produced)[len(answer(prompt, sent)):]},
                 "finish_reason": "length" if produced == tokens else None}])
             sent = produced
     return chunks()
@@ -598,8 +617,9 @@ def main(argv):
     if State.accept_length is not None and draft and os.path.exists(growth):
         with open(growth) as handle:
             State.load_growth = max(0.0, float(handle.read().strip()))
-    State.draft_tokens = int(settings.get("speculative_num_draft_tokens") or settings.get("speculative_dflash_block_size")
-                             or 16)
+    State.degenerate = bool(draft and os.path.exists(os.path.join(draft, "GPUFLEET_STANDIN_DEGENERATE")))
+    State.draft_tokens = int(settings.get("speculative_num_draft_tokens")
+                             or settings.get("speculative_dflash_block_size") or 16)
     log("simulated acceptance length: %s, speculative step +%s per extra running request"
         % (State.accept_length, State.load_growth if State.accept_length is not None else PLAIN_LOAD_GROWTH))
     failing = os.path.join(draft or "", "GPUFLEET_STANDIN_GENERATE_FAIL")

@@ -98,4 +98,5 @@ def test_window_zero_scrapes_each_server_once_without_prometheus():
         return (404, "") if "31132" in url else (200, metrics(1, 1))
     targets = TARGETS + [{"name": "n2", "url": "http://127.0.0.1:31132", "instance": "127.0.0.1:31132"}]
     result = observe(targets, 0, 10, get=get)
-    assert result["problems"] == ["host n2: GET http://127.0.0.1:31132/metrics: HTTP 404 (metrics need --enable-metrics)"]
+    assert result["problems"] == [
+        "host n2: GET http://127.0.0.1:31132/metrics: HTTP 404 (metrics need --enable-metrics)"]

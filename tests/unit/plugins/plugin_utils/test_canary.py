@@ -18,7 +18,8 @@ HOSTS = ["n1", "n2", "n3", "n4"]
 
 def figures(per_request, itl, ttft=0.3, accept=None, requests=40, aborted=0):
     done = requests + aborted
-    return {"tokens_per_s_per_request": per_request, "itl_p50_s": itl / 2 if itl else None, "itl_p99_s": itl, "ttft_p99_s": ttft,
+    return {"tokens_per_s_per_request": per_request, "itl_p50_s": itl / 2 if itl else None, "itl_p99_s": itl,
+            "ttft_p99_s": ttft,
             "accept_length": accept, "requests": requests, "aborted": aborted,
             "abort_ratio": round(aborted / float(done), 4) if done else None}
 
