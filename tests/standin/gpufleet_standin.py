@@ -35,8 +35,8 @@ English prompts, 3.3 on Chinese ones): each step takes longer the more requests 
 not Latin script (Chinese, say) gets the drafter's acceptance length x 0.52 (at least 1). At concurrency 1 and
 on an English prompt the figures are the same as before these effects. The answer's words are picked by the
 prompt, the same with and without a drafter (as greedy decoding gives). meta_info carries completion_tokens,
-e2e_latency, spec_verify_ct and spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens / spec_verify_ct), and
-/server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
+e2e_latency, spec_verify_ct and spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens /
+spec_verify_ct), and /server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
 /server_info also lists the *names* of the environment variables the process got (never values), so
 a test can see that the unit's Environment= and EnvironmentFile= reached the server.
 
