@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the canary stage: its hosts, what to observe, and the verdict (logic in plugin_utils/_canary.py).
+"""Filters of the canary stage (its hosts, what to observe, the verdict; logic in plugin_utils/_canary.py) and of
+the speed probe at load (its levels; plugin_utils/_speed_gates.py).
 
 Documented in plugins/filter/<name>.yml.
 """
@@ -10,7 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary, _speed_gates
+
+
+def sglang_speed_probe_levels(configured, load=None, cap=64):
+    """The speed probe's concurrency levels (see _speed_gates.probe_levels)."""
+    return _speed_gates.probe_levels(list(configured or []), load, int(cap))
 
 
 def sglang_canary_plan(hosts, canary, batch=1):
@@ -75,4 +81,5 @@ class FilterModule(object):
             "sglang_canary_targets": sglang_canary_targets,
             "sglang_canary_verdict": sglang_canary_verdict,
             "sglang_canary_stopped": sglang_canary_stopped,
+            "sglang_speed_probe_levels": sglang_speed_probe_levels,
         }

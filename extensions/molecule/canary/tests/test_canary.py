@@ -116,10 +116,11 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     before = pids()
     since = time.time()
     run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + [
-        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound"])), **LOAD)
+        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
+        "-e", '{"sglang_dflash_speed_probe_concurrency": [1]}'])), **LOAD)
     report("(b) load-bound drafter under load", run, counts, seconds)
     assert run.returncode != 0
-    # Today's probe (one client) passed it: the switch was kept until the canary judged it.
+    # Today's probe (one client, sglang_dflash_speed_probe_concurrency [1]) passed it: kept until the canary judged.
     assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (prometheus)" \
         in run.output, run.output[-4000:]
     assert "decode tokens/s per running request" in run.output
@@ -129,6 +130,21 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     back_on_the_previous_server(run)
     untouched(before)
     assert time.time() > since
+
+
+def test_b_the_probe_at_the_host_s_load_catches_it_before_the_canary():
+    """Without the operator's levels the probe also measures at the load the host carried just before the switch."""
+    before = pids()
+    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + [
+        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound"])), **LOAD)
+    report("(b') load-bound drafter, probe at load", run, counts, seconds)
+    assert run.returncode != 0
+    assert "(the host's load)" in run.output and "below sglang_dflash_min_speedup 1.2 (" in run.output, \
+        run.output[-4000:]
+    assert "the canary " not in run.output.replace("Observe the canary", "")
+    assert counts["failed"] == 0, counts["failures"]
+    back_on_the_previous_server(run)
+    untouched(before)
 
 
 def test_e_traffic_in_another_language_lowers_the_acceptance_length_and_the_gate_names_it():
