@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 
 from ansible.module_utils.six.moves.urllib.parse import urlencode
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import http_get
@@ -65,7 +66,7 @@ def query(base_url, expression, at=None, timeout=10.0, get=http_get):
             value = float(item["value"][1])
         except (KeyError, IndexError, TypeError, ValueError):
             continue
-        if value == value:  # NaN: no observation in the window
+        if not math.isnan(value):  # NaN: no observation in the window
             vector.append((item.get("metric") or {}, value))
     return vector, None
 

@@ -193,8 +193,9 @@ def message(result):
             unit = METRICS[failure["metric"]][2]
             if METRICS[failure["metric"]][3] == "lower_ratio":
                 unit = "%"
-            parts.append("%s %s (baseline %s): %s" % (failure["label"], _fmt(failure["canary"], unit),
-                                                       _fmt(failure["baseline"], unit), ", ".join(failure["reasons"])))
+            parts.append("%s %s (baseline %s): %s" % (
+                failure["label"], _fmt(failure["canary"], unit), _fmt(failure["baseline"], unit),
+                ", ".join(failure["reasons"])))
         return "the canary failed, %s%s%s: %s" % (hosts, window, source, "; ".join(parts))
     if result["verdict"] == "inconclusive":
         return "the canary is inconclusive, %s%s%s: %s" % (hosts, window, source, "; ".join(result["inconclusive"]))

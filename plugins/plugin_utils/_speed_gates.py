@@ -101,7 +101,7 @@ def verdict(after, before=None, min_accept_length=None, min_speedup=None):
             new = [lv for lv in after["levels"] if lv.get("concurrency") == top][0]
             old = [lv for lv in before["levels"] if lv.get("concurrency") == top][0]
             if speedups[top] < float(min_speedup):
-                problems.append("at concurrency %d (the host's load) %.1f tokens/s is %.2fx the previous server's "
+                problems.append("at concurrency %s (the host's load) %.1f tokens/s is %.2fx the previous server's "
                                 "%.1f tokens/s, below sglang_dflash_min_speedup %s (%.2fx at concurrency 1)"
                                 % (top, new["tokens_per_s"], speedups[top], old["tokens_per_s"], min_speedup,
                                    speedup))
