@@ -183,8 +183,8 @@ def judge(figures, canary_hosts, baseline_hosts, limits=None, min_requests=10, p
 
 def message(result):
     """One line: the verdict, and each failed metric with the canary's and the baseline's figures."""
-    hosts = "canary %s against %s" % (",".join(result["canary_hosts"]) or "none",
-                                      ",".join(result["baseline_hosts"]) or "no other host")
+    hosts = "canary %s against %s" % (",".join(sorted(result["canary_hosts"])) or "none",
+                                      ",".join(sorted(result["baseline_hosts"])) or "no other host")
     window = " over %s s" % result["window_s"] if result.get("window_s") is not None else ""
     source = " (%s)" % result["source"] if result.get("source") else ""
     if result["verdict"] == "fail":
