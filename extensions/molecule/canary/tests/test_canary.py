@@ -132,11 +132,13 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     assert time.time() > since
 
 
-def test_b_the_probe_at_the_host_s_load_catches_it_before_the_canary():
-    """Without the operator's levels the probe also measures at the load the host carried just before the switch."""
+def test_b_the_probe_at_load_catches_it_before_the_canary():
+    """The probe at the operator's levels [1, 8] (the load a fleet carries). Its default, 1 and the requests the host
+    was running just before the switch, read 2 here under the lab's load (where this drafter is still 1.65x)."""
     before = pids()
     run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + [
-        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound"])), **LOAD)
+        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
+        "-e", '{"sglang_dflash_speed_probe_concurrency": [1, 8]}'])), **LOAD)
     report("(b') load-bound drafter, probe at load", run, counts, seconds)
     assert run.returncode != 0
     assert "(the host's load)" in run.output and "below sglang_dflash_min_speedup 1.2 (" in run.output, \
