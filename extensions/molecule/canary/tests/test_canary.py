@@ -133,8 +133,9 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
 
 
 def test_b_the_probe_at_load_catches_it_before_the_canary():
-    """The probe at the operator's levels [1, 8] (the load a fleet carries). Its default, 1 and the requests the host
-    was running just before the switch, read 2 here under the lab's load (where this drafter is still 1.65x)."""
+    """The probe at the operator's levels [1, 8] (the load a fleet carries). Its default (1 and the requests the host
+    was running just before the switch) let this drafter through in one lab run: the lab's 16 clients keep 2-4
+    requests on a host, and at 2 this drafter is still 1.65x; the canary caught it then."""
     before = pids()
     run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + [
         "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
