@@ -18,6 +18,15 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The canary lab's Prometheus (tests/traffic/lab-prometheus.sh starts its own, on 127.0.0.1): without the
+# recommended node exporter, and Debian's own service is not left running (it would listen on every address).
+if ! dpkg-query -W -f='${Status}' prometheus 2>/dev/null | grep -q "install ok installed"; then
+  echo "setup: installing Debian package: prometheus"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi
+fi
+
 # venv_from_lock VENV LOCK WHAT: VENV made anew with exactly what LOCK pins (every package, by version and
 # sha256: pip refuses a file whose hash differs, and a dependency the lock lacks), when LOCK changed since.
 venv_from_lock() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the Molecule scenarios (default: all) against the local systemd image; print each one's time.
-#   tests/molecule.sh [default|brownfield|fleet|traffic|multi ...]
+#   tests/molecule.sh [default|brownfield|fleet|traffic|multi|canary ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -19,7 +19,7 @@ export ANSIBLE_COLLECTIONS_PATH
 scripts/install-collection.sh "$ANSIBLE_COLLECTIONS_PATH" >/dev/null
 export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
 scenarios=("$@")
-((${#scenarios[@]})) || scenarios=(default brownfield fleet traffic multi)
+((${#scenarios[@]})) || scenarios=(default brownfield fleet traffic multi canary)
 cd extensions
 times=()
 for s in "${scenarios[@]}"; do

@@ -98,7 +98,7 @@ def sglang_speed_verdict(after, before=None, min_accept_length=None, min_speedup
     after = dict(after or {})
     before = dict(before or {}) if before else None
     result = _speed_gates.verdict(after, before, min_accept_length, min_speedup)
-    result["summary"] = _speed_gates.summary_line(after, before, result["speedup"])
+    result["summary"] = _speed_gates.summary_line(after, before, result["speedup"], result.get("speedups"))
     return result
 
 

@@ -4,8 +4,10 @@
 """How fast does an SGLang server decode, and how many draft tokens does it accept?
 
 One client, one request at a time (the single-stream decode speed is what speculative decoding
-changes), through SGLang's native ``POST /generate``: raw text with no chat template, so no thinking
-mode, no grammar, greedy, ``ignore_eos`` so every request produces exactly ``max_new_tokens``.
+changes), and then at each further concurrency level asked for (the load the host carries: the
+speed-up of speculative decoding shrinks with it), through SGLang's native ``POST /generate``: raw
+text with no chat template, so no thinking mode, no grammar, greedy, ``ignore_eos`` so every request
+produces exactly ``max_new_tokens``.
 The acceptance length comes from where the release reports it (read in 0.5.11-0.5.23):
 ``meta_info.spec_verify_ct`` with ``completion_tokens`` (token-weighted over the prompts), else
 ``meta_info.spec_accept_length``, else ``/server_info`` ``internal_states[].avg_spec_accept_length``
@@ -19,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import threading
 import time
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -68,7 +71,7 @@ def generate_once(base_url, prompt, max_new_tokens, timeout, post=http_post_json
                 "meta": meta, "problem": "POST /generate produced no tokens (meta_info.completion_tokens=%r)"
                 % tokens}
     return {"ok": True, "status": status, "latency_s": round(latency, 3), "completion_tokens": tokens,
-            "meta": meta, "problem": None}
+            "meta": meta, "problem": None, "body": body}
 
 
 def _number(value):
@@ -100,18 +103,76 @@ def _median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
+def _text(answer):
+    return str(answer.get("text") or "")
+
+
+def degenerate(text, share=0.6, min_words=8):
+    """Why an answer is degenerate (one word over `share` of it), or None. Cheap: words, not tokens."""
+    words = text.split()
+    if len(words) < min_words:
+        return None
+    top = max(set(words), key=words.count)
+    if words.count(top) > share * len(words):
+        return "%r is %d%% of the answer" % (top, round(100.0 * words.count(top) / len(words)))
+    return None
+
+
+def measure_level(base_url, prompts, max_new_tokens, timeout, concurrency, post=http_post_json,
+                  clock=time.monotonic):
+    """`concurrency` clients at once, each sending every prompt once: {concurrency, requests, output_tokens,
+    elapsed_s, tokens_per_s (all clients), tokens_per_s_per_request (median of one request's), latency_s_median,
+    latency_s_p99, problem}."""
+    answers, lock = [], threading.Lock()
+
+    def client(offset):
+        for i in range(len(prompts)):
+            answer = generate_once(base_url, prompts[(i + offset) % len(prompts)], max_new_tokens, timeout, post,
+                                   clock)
+            with lock:
+                answers.append(answer)
+
+    started = clock()
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = clock() - started
+    failed = [a for a in answers if not a["ok"]]
+    level = {"concurrency": concurrency, "requests": len(answers), "problem": None}
+    if failed:
+        level["problem"] = "%d of %d requests at concurrency %d: %s" % (len(failed), len(answers), concurrency,
+                                                                        failed[0]["problem"])
+        return level
+    tokens = sum(a["completion_tokens"] for a in answers)
+    latencies = sorted(a["latency_s"] for a in answers)
+    per_request = [a["completion_tokens"] / a["latency_s"] for a in answers if a["latency_s"] > 0]
+    level.update(output_tokens=tokens, elapsed_s=round(elapsed, 3),
+                 tokens_per_s=round(tokens / elapsed, 1) if elapsed > 0 else None,
+                 tokens_per_s_per_request=round(_median(per_request), 1) if per_request else None,
+                 latency_s_median=round(_median(latencies), 3),
+                 latency_s_p99=round(latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 3))
+    return level
+
+
 def measure(base_url, prompts, max_new_tokens, timeout, warmup=1, post=http_post_json, read_info=None,
-            clock=time.monotonic):
+            clock=time.monotonic, concurrency=(1,)):
     """Run the prompts one after another (after `warmup` unmeasured requests).
 
     Returns {measured, problem, requests, output_tokens, elapsed_s, tokens_per_s, latency_s_median,
     latency_s_max, accept_length, accept_length_source}.
     read_info: callable returning /server_info as a dict (or None), for releases without meta_info figures.
+    concurrency: the levels; 1 is always measured first (the figures at the top level of the result), each other
+    one by measure_level, all in `levels` ({concurrency, tokens_per_s, tokens_per_s_per_request, latency_s_median,
+    latency_s_p99, ...}). `outputs` holds the answers at concurrency 1 (for the output checks), `degenerate` the
+    answers that repeat one word over most of their length.
     """
     prompts = [str(p) for p in prompts or DEFAULT_PROMPTS]
     result = {"measured": False, "problem": None, "requests": 0, "output_tokens": 0, "elapsed_s": None,
               "tokens_per_s": None, "latency_s_median": None, "latency_s_max": None, "accept_length": None,
-              "accept_length_source": None, "max_new_tokens": int(max_new_tokens)}
+              "accept_length_source": None, "max_new_tokens": int(max_new_tokens), "levels": [], "outputs": [],
+              "degenerate": []}
     for i in range(max(0, int(warmup))):
         answer = generate_once(base_url, prompts[i % len(prompts)], max_new_tokens, timeout, post, clock)
         if not answer["ok"]:
@@ -132,4 +193,18 @@ def measure(base_url, prompts, max_new_tokens, timeout, warmup=1, post=http_post
                   tokens_per_s=round(tokens / elapsed, 1) if elapsed > 0 else None,
                   latency_s_median=round(_median(latencies), 3), latency_s_max=round(max(latencies), 3),
                   accept_length=length, accept_length_source=source)
+    texts = [_text(a.get("body") or {}) for a in answers]
+    result["outputs"] = [t[:400] for t in texts]
+    result["degenerate"] = ["prompt %d: %s" % (i + 1, why) for i, why in enumerate(degenerate(t) for t in texts) if why]
+    result["levels"].append({"concurrency": 1, "requests": len(answers), "output_tokens": tokens,
+                             "elapsed_s": result["elapsed_s"], "tokens_per_s": result["tokens_per_s"],
+                             "tokens_per_s_per_request": result["tokens_per_s"],
+                             "latency_s_median": result["latency_s_median"], "latency_s_p99": result["latency_s_max"],
+                             "problem": None})
+    for level in sorted(set(int(c) for c in concurrency or () if int(c) > 1)):
+        figures = measure_level(base_url, prompts, max_new_tokens, timeout, level, post, clock)
+        result["levels"].append(figures)
+        if figures["problem"]:
+            result.update(measured=False, problem=figures["problem"])
+            return result
     return result

@@ -23,6 +23,11 @@ description:
     C(meta_info.spec_verify_ct) with C(completion_tokens) (token-weighted over the prompts),
     C(meta_info.spec_accept_length), then C(/server_info) C(internal_states[].avg_spec_accept_length)
     (the server's average since it started). It is null for a server without speculative decoding.
+  - With more than one O(concurrency) level, it then measures each further level (that many clients at once,
+    each sending every prompt), as speculative decoding's speed-up shrinks with the load a server carries.
+  - It keeps the answers at concurrency 1 (RV(outputs)) and flags degenerate ones (one word over most of the
+    answer, RV(degenerate)), so that the gates can refuse degenerate output and output unlike the previous
+    server's on the same greedy prompts.
   - The role gpufleet.sglang.sglang_dflash measures the previous server before the switch and the new one
     after it, and gates the switch on the figures (filter P(gpufleet.sglang.sglang_speed_verdict#filter)).
 author:
@@ -45,6 +50,13 @@ options:
     description: Seconds one request may take.
     type: int
     default: 120
+  concurrency:
+    description:
+      - The concurrency levels to measure at (1 is always measured, first). For example V([1, 8, 32]), or 1 and
+        the load the host carried just before the switch.
+    type: list
+    elements: int
+    default: [1]
 requirements:
   - Python 3.8 or newer on the target, standard library only.
 extends_documentation_fragment:
@@ -119,6 +131,25 @@ max_new_tokens:
   description: Tokens generated per request.
   returned: always
   type: int
+levels:
+  description:
+    - The figures at each concurrency level - C(concurrency), C(requests), C(output_tokens), C(elapsed_s),
+      C(tokens_per_s) (all clients together), C(tokens_per_s_per_request) (median of one request's),
+      C(latency_s_median), C(latency_s_p99), C(problem).
+  returned: always
+  type: list
+  elements: dict
+outputs:
+  description: The answers to the prompts at concurrency 1 (their first 400 characters).
+  returned: always
+  type: list
+  elements: str
+degenerate:
+  description: The answers that repeat one word over most of their length, with the word and its share.
+  returned: always
+  type: list
+  elements: str
+  sample: ["prompt 2: 'the' is 94% of the answer"]
 """
 
 import socket
@@ -140,6 +171,7 @@ def main():
             max_new_tokens=dict(type="int", default=128, no_log=False),
             warmup_requests=dict(type="int", default=1),
             timeout=dict(type="int", default=120),
+            concurrency=dict(type="list", elements="int", default=[1]),
         ),
         supports_check_mode=True,
     )
@@ -149,9 +181,12 @@ def main():
                               ("timeout", 1, 86400)):
         if not low <= p[option] <= high:
             module.fail_json(msg="host %s: %s must be between %d and %d, not %s" % (host, option, low, high, p[option]))
+    if any(not 1 <= level <= 256 for level in p["concurrency"]):
+        module.fail_json(msg="host %s: every concurrency level must be between 1 and 256, not %s (set "
+                             "sglang_dflash_speed_probe_concurrency)" % (host, p["concurrency"]))
     url = base_url(p["host"], p["port"])
     result = measure(url, p["prompts"], p["max_new_tokens"], p["timeout"], p["warmup_requests"],
-                     read_info=lambda: read_server_info(url, 10.0)[0])
+                     read_info=lambda: read_server_info(url, 10.0)[0], concurrency=p["concurrency"])
     if not result["measured"]:
         module.fail_json(msg="host %s: the server at %s could not be measured: %s"
                              % (host, url, result["problem"]), **result)

@@ -35,7 +35,7 @@ def _number(value):
 
 
 MEASUREMENT_FIELDS = ("measured", "problem", "tokens_per_s", "latency_s_median", "accept_length",
-                      "accept_length_source", "requests", "max_new_tokens")
+                      "accept_length_source", "requests", "max_new_tokens", "levels")
 
 
 def _measurement(result):

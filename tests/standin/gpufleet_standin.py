@@ -16,15 +16,27 @@ Failure knobs for the tests (simulated, set per drafter directory):
 - a file GPUFLEET_STANDIN_GENERATE_FAIL makes every POST /generate answer 500 with the file's text
   while /health answers 200 (a server that comes up and breaks on its first request);
 - a file GPUFLEET_STANDIN_ACCEPT_LENGTH (a number) sets the SIMULATED average acceptance length of
-  that drafter (a drafter trained for another target accepts 1.4-3 tokens per step, a matching one 6+).
+  that drafter (a drafter trained for another target accepts 1.4-3 tokens per step, a matching one 6+);
+- a file GPUFLEET_STANDIN_DEGENERATE makes every answer one word repeated (the degenerate greedy output a
+  drafter can come with while its acceptance length looks high);
+- a file GPUFLEET_STANDIN_LOAD_GROWTH (a number) sets how much slower that drafter's speculative step gets per
+  extra running request (SIMULATED; default 0.1). With an acceptance length of 5.2 and 1.5 here, a drafter is
+  4x faster than no drafter at concurrency 1, slower from concurrency 4 on, and 0.16x at 32: it passes a probe
+  of one client and loses under a fleet's load.
 
 POST /generate answers like SGLang's native API, with SIMULATED speed: no model runs. Each decoding
 step takes GPUFLEET_STANDIN_STEP_MS (10 ms); a speculative step (draft + verify) takes 1.3 steps and
 yields the acceptance length in tokens: the drafter's file, else 2.6 for NEXTN/EAGLE-style algorithms
 (the typical figure for 4 draft tokens) and 6.0 for DFLASH/DDTREE. The server really sleeps that long,
-so a client measures real time. meta_info carries completion_tokens, e2e_latency, spec_verify_ct and
-spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens / spec_verify_ct), and
-/server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
+so a client measures real time. Speed depends on the load and on the prompt's language, as the upstream
+figures do (sglang#19952: DFlash 2.0x at concurrency 1, 1.14x at 32; z-lab/dflash#7: acceptance about 6.4 on
+English prompts, 3.3 on Chinese ones): each step takes longer the more requests run at once (plain decoding
++3% per extra running request, a speculative step +GPUFLEET_STANDIN_LOAD_GROWTH), and a prompt that is mostly
+not Latin script (Chinese, say) gets the drafter's acceptance length x 0.52 (at least 1). At concurrency 1 and
+on an English prompt the figures are the same as before these effects. The answer's words are picked by the
+prompt, the same with and without a drafter (as greedy decoding gives). meta_info carries completion_tokens,
+e2e_latency, spec_verify_ct and spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens /
+spec_verify_ct), and /server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
 /server_info also lists the *names* of the environment variables the process got (never values), so
 a test can see that the unit's Environment= and EnvironmentFile= reached the server.
 
@@ -32,7 +44,13 @@ Streaming and the OpenAI API as 0.5.23 answers them: POST /generate with "stream
 `data: {"text", "output_ids", "meta_info"}` (cumulative text) one per decoding step and ends with
 `data: [DONE]`; POST /v1/chat/completions answers a chat.completion, or with "stream": true
 chat.completion.chunk events and `data: [DONE]`. GET /v1/loads answers the scheduler's load
-(num_running_reqs, num_waiting_reqs), /metrics (only with --enable-metrics) the same as gauges.
+(num_running_reqs, num_waiting_reqs). /metrics (only with --enable-metrics) answers SGLang 0.5.23's names and
+labels (sglang/srt/observability/metrics_collector.py in the 0.5.23 wheel): the gauges sglang:num_running_reqs,
+num_queue_reqs, gen_throughput, spec_accept_length and spec_accept_rate (speculative servers; the last few
+seconds' steps); the counters sglang:generation_tokens_total and prompt_tokens_total (by is_streaming),
+spec_verify_calls_total and num_aborted_requests_total (a request cut before its end); the histograms
+sglang:time_to_first_token_seconds, e2e_request_latency_seconds (by is_streaming) and
+inter_token_latency_seconds (one observation per step: its time / its tokens), with the release's buckets.
 
 Shutdown as 0.5.23 does it (tokenizer_manager.py sigterm_watchdog, read from the wheel):
 - the server runs a "scheduler" child process that installs no SIGTERM handler and dies with its parent
@@ -62,6 +80,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STARTUP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STARTUP_S", "1.0"))
 STEP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STEP_MS", "10")) / 1000.0
 SPECULATIVE_STEP_COST = 1.3
+# SIMULATED load effect: a step's time grows by this share per extra running request (plain decoding / drafter).
+PLAIN_LOAD_GROWTH = 0.03
+DEFAULT_SPEC_LOAD_GROWTH = 0.1
+# SIMULATED language effect: a drafter's acceptance on a mostly non-Latin prompt (3.3 / 6.4, z-lab/dflash#7).
+OTHER_LANGUAGE_ACCEPT_FACTOR = 0.52
+# sglang 0.5.23's histogram buckets (metrics_collector.py).
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+E2E_BUCKETS = TTFT_BUCKETS + (600, 1200, 1800, 2400)
+ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080, 0.100,
+               0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
+RECENT_STEPS_S = 5.0
 DEFAULT_ACCEPT_LENGTH = {"DFLASH": 6.0, "DDTREE": 6.0}
 OTHER_SPECULATIVE_ACCEPT_LENGTH = 2.6
 DRAIN_POLL_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_DRAIN_POLL_S", "5"))
@@ -138,6 +167,10 @@ class State(object):
     total_verify_steps = 0
     in_flight = 0
     scheduler = None
+    load_growth = DEFAULT_SPEC_LOAD_GROWTH
+    degenerate = False
+    draft_tokens = 16
+    metrics = None
 
 
 def scheduler_alive():
@@ -190,22 +223,154 @@ def drain_then_exit():
     os._exit(0)
 
 
-def decoding_steps(tokens):
-    """(seconds per step, tokens per step, steps) of a request of `tokens` tokens at the simulated speed."""
+def other_language(text):
+    """Is the prompt mostly not Latin script (Chinese, say)? Its letters are counted, not spaces or digits."""
+    letters = [c for c in str(text or "") if c.isalpha()]
+    return bool(letters) and sum(1 for c in letters if ord(c) > 0x24F) > 0.3 * len(letters)
+
+
+def accept_length_for(prompt):
+    """The SIMULATED acceptance length for this prompt (None without speculative decoding)."""
     if State.accept_length is None:
-        return STEP_SECONDS, 1.0, tokens
-    steps = int(math.ceil(tokens / State.accept_length))
-    return STEP_SECONDS * SPECULATIVE_STEP_COST, tokens / float(steps), steps
+        return None
+    if other_language(prompt):
+        return max(1.0, State.accept_length * OTHER_LANGUAGE_ACCEPT_FACTOR)
+    return State.accept_length
 
 
-def decode(tokens):
-    """Yield the tokens produced so far after each simulated decoding step; SchedulerGone when it died."""
-    step_s, per_step, steps = decoding_steps(tokens)
-    for step in range(1, steps + 1):
-        time.sleep(step_s)
-        if not scheduler_alive():
-            raise SchedulerGone()
-        yield min(tokens, int(round(step * per_step))) if step < steps else tokens
+def step_seconds(speculative):
+    """One step's SIMULATED time with the requests running now (1 running: the unloaded figure)."""
+    with State.lock:
+        others = max(0, State.in_flight - 1)
+    if speculative:
+        return STEP_SECONDS * SPECULATIVE_STEP_COST * (1.0 + State.load_growth * others)
+    return STEP_SECONDS * (1.0 + PLAIN_LOAD_GROWTH * others)
+
+
+def decoding_steps(tokens, prompt=""):
+    """(tokens per step, steps) of a request of `tokens` tokens at the simulated speed."""
+    length = accept_length_for(prompt)
+    if length is None:
+        return 1.0, tokens
+    steps = int(math.ceil(tokens / length))
+    return tokens / float(steps), steps
+
+
+def decode(tokens, prompt="", streaming=False):
+    """Yield the tokens produced so far after each simulated decoding step; SchedulerGone when it died.
+
+    Each step is counted in /metrics (inter-token latency, the recent acceptance); the first one is the
+    request's time to first token, and the end of the last one its end-to-end latency.
+    """
+    started = time.monotonic()
+    per_step, steps = decoding_steps(tokens, prompt)
+    speculative = State.accept_length is not None
+    produced = 0
+    try:
+        for step in range(1, steps + 1):
+            step_s = step_seconds(speculative)
+            time.sleep(step_s)
+            if not scheduler_alive():
+                raise SchedulerGone()
+            now = min(tokens, int(round(step * per_step))) if step < steps else tokens
+            State.metrics.step(step_s, max(1, now - produced), speculative)
+            if step == 1:
+                State.metrics.first_token(time.monotonic() - started, streaming)
+            produced = now
+            yield now
+    except (SchedulerGone, GeneratorExit, BrokenPipeError, ConnectionResetError):
+        State.metrics.aborted()
+        raise
+    State.metrics.finished(time.monotonic() - started, tokens, prompt, steps if speculative else 0, streaming)
+
+
+class Metrics(object):
+    """The counters and histograms /metrics answers (see the module docstring)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.counters = {("sglang:num_aborted_requests_total", ()): 0.0}
+        self.histograms = {}
+        self.recent = []  # (monotonic time, tokens, steps) of the last RECENT_STEPS_S seconds
+        self.last_accept = None
+
+    def _inc(self, name, labels, amount=1.0):
+        key = (name, labels)
+        self.counters[key] = self.counters.get(key, 0.0) + amount
+
+    def _observe(self, name, labels, buckets, value):
+        entry = self.histograms.setdefault((name, labels), {"buckets": buckets, "counts": [0] * len(buckets),
+                                                            "sum": 0.0, "count": 0})
+        for i, le in enumerate(buckets):
+            if value <= le:
+                entry["counts"][i] += 1
+        entry["sum"] += value
+        entry["count"] += 1
+
+    def step(self, seconds, tokens, speculative):
+        now = time.monotonic()
+        with self.lock:
+            self._observe("sglang:inter_token_latency_seconds", (), ITL_BUCKETS, seconds / tokens)
+            self.recent = [r for r in self.recent if now - r[0] <= RECENT_STEPS_S] + [(now, tokens, 1)]
+            if speculative:
+                self.last_accept = sum(r[1] for r in self.recent) / float(len(self.recent))
+
+    def first_token(self, seconds, streaming):
+        with self.lock:
+            self._observe("sglang:time_to_first_token_seconds", (("is_streaming", _flag(streaming)),),
+                          TTFT_BUCKETS, seconds)
+
+    def finished(self, seconds, tokens, prompt, verify_steps, streaming):
+        stream = (("is_streaming", _flag(streaming)),)
+        with self.lock:
+            self._observe("sglang:e2e_request_latency_seconds", stream, E2E_BUCKETS, seconds)
+            self._inc("sglang:generation_tokens_total", stream, tokens)
+            self._inc("sglang:prompt_tokens_total", stream, max(1, len(str(prompt).split())))
+            if verify_steps:
+                self._inc("sglang:spec_verify_calls_total", (), verify_steps)
+
+    def aborted(self):
+        with self.lock:
+            self._inc("sglang:num_aborted_requests_total", ())
+
+    def text(self, running):
+        model = State.info.get("served_model_name") or State.info.get("model_path")
+        scheduler = 'model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"' % model
+        tokenizer = 'model_name="%s",engine_type="unified"' % model
+        now = time.monotonic()
+        with self.lock:
+            recent = [r for r in self.recent if now - r[0] <= RECENT_STEPS_S]
+            throughput = sum(r[1] for r in recent) / RECENT_STEPS_S
+            gauges = [("sglang:num_running_reqs", running), ("sglang:num_queue_reqs", 0),
+                      ("sglang:gen_throughput", round(throughput, 2))]
+            if State.accept_length is not None:
+                length = self.last_accept or 0.0
+                rate = (length - 1.0) / max(1, State.draft_tokens - 1) if length else 0.0
+                gauges += [("sglang:spec_accept_length", round(length, 4)), ("sglang:spec_accept_rate", round(rate, 4))]
+            lines = []
+            for name, value in gauges:
+                lines += ["# TYPE %s gauge" % name, "%s{%s} %s" % (name, scheduler, float(value))]
+            for (name, labels), value in sorted(self.counters.items()):
+                base = scheduler if name == "sglang:spec_verify_calls_total" else tokenizer
+                lines += ["# TYPE %s counter" % name[:-len("_total")],
+                          "%s{%s} %s" % (name, _labels(base, labels), float(value))]
+            for (name, labels), entry in sorted(self.histograms.items()):
+                base = _labels(tokenizer, labels)
+                lines.append("# TYPE %s histogram" % name)
+                for le, count in zip(entry["buckets"], entry["counts"]):
+                    lines.append('%s_bucket{%s,le="%s"} %s' % (name, base, float(le), float(count)))
+                lines.append('%s_bucket{%s,le="+Inf"} %s' % (name, base, float(entry["count"])))
+                lines.append("%s_sum{%s} %s" % (name, base, entry["sum"]))
+                lines.append("%s_count{%s} %s" % (name, base, float(entry["count"])))
+        return "\n".join(lines) + "\n"
+
+
+def _flag(value):
+    return "true" if value else "false"
+
+
+def _labels(base, extra):
+    return ",".join([base] + ['%s="%s"' % item for item in extra])
 
 
 def simulated_accept_length(algorithm, draft):
@@ -234,35 +399,55 @@ def _meta(tokens, prompt, started, steps=None, done=True):
 
 
 def _count(tokens, steps):
-    if State.accept_length is not None:
+    if State.accept_length is not None and steps:
         with State.lock:
             State.total_tokens += tokens
             State.total_verify_steps += steps
 
 
+# The SIMULATED answer: words picked by the prompt, the same with and without a drafter (greedy decoding).
+VOCABULARY = ["the", "server", "answers", "each", "request", "with", "tokens", "that", "a", "small", "model", "drafts",
+              "and", "a", "large", "model", "checks", "so", "that", "several", "tokens", "come", "out", "of", "one",
+              "step", "while", "the", "output", "stays", "what", "greedy", "decoding", "gives"]
+
+
+def answer(prompt, tokens):
+    """The first `tokens` words of this prompt's answer, each with its leading space."""
+    if State.degenerate:
+        return " the" * tokens
+    seed = sum(ord(c) for c in str(prompt)) % len(VOCABULARY)
+    return "".join(" " + VOCABULARY[(seed + 7 * i) % len(VOCABULARY)] for i in range(tokens))
+
+
+def _chat_prompt(request):
+    return " ".join(str(m.get("content") or "") for m in request.get("messages") or [] if isinstance(m, dict))
+
+
 def generate(request):
     """A /generate answer after the SIMULATED decoding time (see the module docstring)."""
     tokens = _request_tokens(request.get("sampling_params") or {})
+    prompt = request.get("text") or ""
     started = time.monotonic()
-    for _produced in decode(tokens):
+    for _produced in decode(tokens, prompt):
         pass
-    steps = decoding_steps(tokens)[2]
+    steps = decoding_steps(tokens, prompt)[1] if State.accept_length is not None else None
     _count(tokens, steps)
-    return {"text": " lab" * tokens, "output_ids": list(range(tokens)),
-            "meta_info": _meta(tokens, request.get("text") or "", started, steps)}
+    return {"text": answer(prompt, tokens), "output_ids": list(range(tokens)),
+            "meta_info": _meta(tokens, prompt, started, steps)}
 
 
 def generate_stream(request):
     """The SSE events of a streamed /generate: cumulative text and output_ids, one event per step."""
     tokens = _request_tokens(request.get("sampling_params") or {})
+    prompt = request.get("text") or ""
     started = time.monotonic()
-    steps = decoding_steps(tokens)[2]
-    for produced in decode(tokens):
+    steps = decoding_steps(tokens, prompt)[1] if State.accept_length is not None else None
+    for produced in decode(tokens, prompt, streaming=True):
         done = produced == tokens
         if done:
             _count(tokens, steps)
-        yield {"text": " lab" * produced, "output_ids": list(range(produced)),
-               "meta_info": _meta(produced, request.get("text") or "", started, steps if done else None, done)}
+        yield {"text": answer(prompt, produced), "output_ids": list(range(produced)),
+               "meta_info": _meta(produced, prompt, started, steps if done else None, done)}
 
 
 def chat_completion(request, stream):
@@ -271,20 +456,22 @@ def chat_completion(request, stream):
     started = time.time()
     base = {"id": "chatcmpl-standin-%d" % int(started * 1e6), "created": int(started),
             "model": request.get("model") or State.info.get("served_model_name") or State.info.get("model_path")}
+    prompt = _chat_prompt(request)
     if not stream:
-        for _produced in decode(tokens):
+        for _produced in decode(tokens, prompt):
             pass
         return dict(base, object="chat.completion", choices=[{
-            "index": 0, "message": {"role": "assistant", "content": " lab" * tokens}, "finish_reason": "length"}],
+            "index": 0, "message": {"role": "assistant", "content": answer(prompt, tokens)},
+            "finish_reason": "length"}],
             usage={"prompt_tokens": 8, "completion_tokens": tokens, "total_tokens": 8 + tokens})
 
     def chunks():
         yield dict(base, object="chat.completion.chunk", choices=[{
             "index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
         sent = 0
-        for produced in decode(tokens):
+        for produced in decode(tokens, prompt, streaming=True):
             yield dict(base, object="chat.completion.chunk", choices=[{
-                "index": 0, "delta": {"content": " lab" * (produced - sent)},
+                "index": 0, "delta": {"content": answer(prompt, produced)[len(answer(prompt, sent)):]},
                 "finish_reason": "length" if produced == tokens else None}])
             sent = produced
     return chunks()
@@ -303,9 +490,7 @@ def loads():
 def metrics_text():
     with State.lock:
         running = State.in_flight
-    labels = '{model_name="%s",engine_type="unified",tp_rank="0",pp_rank="0"}' % State.info.get("model_path")
-    return ("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs%s %d\n"
-            "# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs%s 0\n" % (labels, running, labels))
+    return State.metrics.text(running)
 
 
 def server_info():
@@ -427,7 +612,16 @@ def main(argv):
             State.info.update(json.load(handle))
         log("reporting simulated settings from %s" % override)
     State.accept_length = simulated_accept_length(settings.get("speculative_algorithm"), draft)
-    log("simulated acceptance length: %s" % State.accept_length)
+    State.metrics = Metrics()
+    growth = os.path.join(draft or "", "GPUFLEET_STANDIN_LOAD_GROWTH")
+    if State.accept_length is not None and draft and os.path.exists(growth):
+        with open(growth) as handle:
+            State.load_growth = max(0.0, float(handle.read().strip()))
+    State.degenerate = bool(draft and os.path.exists(os.path.join(draft, "GPUFLEET_STANDIN_DEGENERATE")))
+    State.draft_tokens = int(settings.get("speculative_num_draft_tokens")
+                             or settings.get("speculative_dflash_block_size") or 16)
+    log("simulated acceptance length: %s, speculative step +%s per extra running request"
+        % (State.accept_length, State.load_growth if State.accept_length is not None else PLAIN_LOAD_GROWTH))
     failing = os.path.join(draft or "", "GPUFLEET_STANDIN_GENERATE_FAIL")
     if draft and os.path.exists(failing):
         with open(failing) as handle:

@@ -20,9 +20,33 @@ import json
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
+from ansible_collections.gpufleet.sglang.plugins.module_utils import metrics_text
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import Gateway, GatewayError
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
+# SMG's responses by status code on its Prometheus port (--prometheus-port), the canary's error rate through it.
+RESPONSES_METRIC = "smg_http_responses_total"
+
+
+def error_ratio(first, last):
+    """Share of the gateway's responses in the window that were errors (5xx, 429), from two scrapes of SMG's
+    /metrics (smg_http_responses_total by status_code); None without responses."""
+    def by_status(text):
+        counts = {}
+        for name, labels, value in metrics_text.parse_samples(text):
+            if name == RESPONSES_METRIC:
+                code = labels.get("status_code", "")
+                counts[code] = counts.get(code, 0.0) + value
+        return counts
+    before, after = by_status(first), by_status(last)
+    total = errors = 0.0
+    for code, value in after.items():
+        delta = value - before.get(code, 0.0)
+        delta = value if delta < 0 else delta
+        total += delta
+        if code.startswith("5") or code == "429":
+            errors += delta
+    return round(errors / total, 4) if total else None
 
 
 def http_request(method, url, token=None, body=None, timeout=10.0):

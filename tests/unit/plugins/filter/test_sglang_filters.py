@@ -4,12 +4,13 @@ is registered and documented, and the filters with a rule of their own."""
 from pathlib import Path
 
 from ansible_collections.gpufleet.sglang.plugins.filter.sglang import FilterModule
+from ansible_collections.gpufleet.sglang.plugins.filter.sglang_canary import FilterModule as CanaryFilters
 
 FILTER_DIR = Path(__file__).resolve().parents[4] / "plugins" / "filter"
 
 
 def test_every_filter_is_documented():
-    filters = FilterModule().filters()
+    filters = dict(FilterModule().filters(), **CanaryFilters().filters())
     assert sorted(filters) == sorted(p.stem for p in FILTER_DIR.glob("sglang_*.yml"))
 
 

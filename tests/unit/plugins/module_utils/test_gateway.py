@@ -11,7 +11,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam impo
     require_registered,
     take_out,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.smg import SMGGateway
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.smg import SMGGateway, error_ratio
 
 WORKER = "http://127.0.0.1:31001"
 OTHER = "http://127.0.0.1:31002"
@@ -133,3 +133,11 @@ def test_draining_then_absent_removes_once_and_an_unhealthy_worker_is_not_in_rot
     assert take_out(gateways(smg), WORKER, 10, **wait())["changed"] is False  # SMG has nothing left to park
     smg.workers[0]["is_healthy"] = False
     assert gateways(smg)[0].find(OTHER)["in_rotation"] is False
+
+
+def test_gateway_error_ratio_from_smg_responses():
+    first = 'smg_http_responses_total{path="/generate",status_code="200",error_code=""} 100\n'
+    last = ('smg_http_responses_total{path="/generate",status_code="200",error_code=""} 190\n'
+            'smg_http_responses_total{path="/generate",status_code="503",error_code="x"} 10\n')
+    assert error_ratio(first, last) == 0.1
+    assert error_ratio(first, first) is None

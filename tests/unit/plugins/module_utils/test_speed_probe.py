@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import accept_length, measure
+from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import accept_length, degenerate, measure
 
 
 def answer(tokens, verify_ct=None, accept=None):
@@ -66,3 +66,30 @@ def test_measure_names_the_failing_request():
     post, _calls = fake_post([(200, {"meta_info": {"completion_tokens": 4}}), (400, {"error": "grammar"})])
     m = measure("http://h:1", ["a", "b"], 4, 5, warmup=0, post=post, clock=clock_of(0.1))
     assert not m["measured"] and m["problem"].startswith("request 2 of 2: POST /generate answered 400")
+
+
+def test_measure_at_each_concurrency_level_and_keep_the_answers():
+    ok = {"text": " one two three four five six seven eight", "meta_info": {"completion_tokens": 16}}
+    post, calls = fake_post([(200, ok)] * (1 + 2 + 4 * 2))
+    m = measure("http://h:1", ["a", "b"], 16, 5, warmup=1, post=post, clock=clock_of(0.5), concurrency=[1, 4])
+    assert m["measured"] and len(calls) == 11
+    assert [lv["concurrency"] for lv in m["levels"]] == [1, 4]
+    assert m["levels"][0]["tokens_per_s"] == m["tokens_per_s"] == 32.0
+    load = m["levels"][1]
+    assert load["requests"] == 8 and load["output_tokens"] == 128 and load["problem"] is None
+    assert load["tokens_per_s_per_request"] == 32.0 and load["tokens_per_s"] > 0
+    assert m["outputs"] == [ok["text"], ok["text"]] and m["degenerate"] == []
+
+
+def test_a_failure_at_a_level_is_the_measurement_s_problem():
+    ok = {"text": "x", "meta_info": {"completion_tokens": 16}}
+    post, _calls = fake_post([(200, ok)] * 3 + [(500, {"error": "boom"})] * 4)
+    m = measure("http://h:1", ["a", "b"], 16, 5, warmup=1, post=post, clock=clock_of(0.5), concurrency=[2])
+    assert not m["measured"]
+    assert m["problem"].startswith("4 of 4 requests at concurrency 2: POST /generate answered 500")
+
+
+def test_degenerate_answers():
+    assert degenerate(" the" * 20) == "'the' is 100% of the answer"
+    assert degenerate("the cat sat on the mat and then the dog came") is None
+    assert degenerate("the the") is None  # too short to judge

@@ -1,0 +1,178 @@
+"""The canary stage behind the lab's gateway, under the lab's load: canary-1 is switched first and judged on live
+metrics against canary-2..4 (not yet switched) over a 30-s window; only on a pass does the rest roll.
+The stand-in's speed is SIMULATED (tests/standin/gpufleet_standin.py): it slows with the load and with another
+language as the upstream figures do. The tests run in order: the fleet is back on its previous server after each,
+until (a) rolls it."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"))
+
+import lab  # noqa: E402
+from checks import playbook, rollout, server_info, show  # noqa: E402
+
+testinfra_hosts = ["podman://canary-1"]
+GATEWAY = "http://127.0.0.1:30160"
+KEY = "lab-gateway-admin-key-1f2e3d"
+NODES = ["canary-1", "canary-2", "canary-3", "canary-4"]
+WORKERS = ["http://127.0.0.1:3113%d" % n for n in (1, 2, 3, 4)]
+# 16 clients over 4 servers (about 4 requests running on each); streams of 400 tokens.
+LOAD = {"clients": 16, "long_tokens": 400}
+CANARY = ["-e", "sglang_dflash_canary=1", "-e", "sglang_dflash_serial=3"]
+GATE = ["-e", "sglang_dflash_min_speedup=1.2"]
+
+
+def node(name):
+    import testinfra
+
+    return testinfra.get_host("podman://" + name)
+
+
+def gateway_workers():
+    out = subprocess.run(["curl", "-sf", "-H", "Authorization: Bearer %s" % KEY, GATEWAY + "/workers"],
+                         capture_output=True, text=True, check=True).stdout
+    return dict((w["url"], w["status"]) for w in json.loads(out)["workers"])
+
+
+def algorithms():
+    return dict((name, server_info(node(name))["speculative_algorithm"]) for name in NODES)
+
+
+def pids():
+    return dict((name, show(node(name), "sglang.service", "MainPID")["MainPID"]) for name in NODES)
+
+
+def report(title, run, counts=None, seconds=None):
+    line = [title, "rc=%s" % run.returncode]
+    if counts:
+        line.append("requests=%d failed=%d streamed=%s" % (counts["requests"], counts["failed"], counts["streamed"]))
+    if seconds is not None:
+        line.append("rollout_s=%.1f" % seconds)
+    verdicts = [ln.strip() for ln in run.output.splitlines() if "the canary " in ln and "msg" in ln]
+    sys.stderr.write("\n%s\n%s\n" % (" ".join(line), "\n".join(verdicts[:1])))
+
+
+def untouched(before_pids):
+    """canary-2..4: the same server process as before, on the previous server."""
+    now = pids()
+    for name in NODES[1:]:
+        assert now[name] == before_pids[name], name
+        assert server_info(node(name))["speculative_algorithm"] is None, name
+
+
+def back_on_the_previous_server(run):
+    assert "host canary-1" in run.output or "canary-1" in run.output
+    assert server_info(node("canary-1"))["speculative_algorithm"] is None
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+
+
+def test_d_prometheus_down_is_refused_before_any_change():
+    before = pids()
+    run = rollout(*(CANARY + ["-e", "sglang_dflash_prometheus_url=http://127.0.0.1:30198"]))
+    report("(d) Prometheus down, no fallback", run)
+    assert run.returncode != 0
+    assert ("host canary-1: cannot start the canary: Prometheus http://127.0.0.1:30198 cannot be reached"
+            in run.output), run.output[-3000:]
+    assert "Nothing was changed on this host." in run.output
+    assert pids() == before and set(algorithms().values()) == {None}
+
+
+def test_d_c_prometheus_down_falls_back_to_scraping_and_no_traffic_holds():
+    """(d) with sglang_dflash_canary_fallback_to_scrape, and (c): no traffic is inconclusive, held as configured."""
+    before = pids()
+    run = rollout(*(CANARY + ["-e", "sglang_dflash_prometheus_url=http://127.0.0.1:30198",
+                              "-e", "sglang_dflash_canary_fallback_to_scrape=true"]))
+    report("(c)+(d) no traffic, Prometheus down, fallback to scraping, hold", run)
+    assert run.returncode != 0
+    assert "figures from scrape (Prometheus http://127.0.0.1:30198 cannot be reached" in run.output, run.output[-3000:]
+    assert "the canary is inconclusive, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (scrape)" \
+        in run.output
+    assert "fewer than 10 (no traffic, or no series)" in run.output
+    assert "Held (sglang_dflash_canary_on_inconclusive=hold)" in run.output
+    # Held: the canary keeps the new server, no other host is switched.
+    assert server_info(node("canary-1"))["speculative_algorithm"] == "DFLASH"
+    untouched(before)
+    revert = playbook("revert_dflash.yml", "--limit", "canary-1", "-e", "sglang_dflash_restart_stopped_units=true")
+    assert revert.returncode == 0, revert.output[-3000:]
+
+
+def test_c_no_traffic_rolls_back_when_configured():
+    before = pids()
+    run = rollout(*(CANARY + ["-e", "sglang_dflash_canary_on_inconclusive=rollback"]))
+    report("(c) no traffic, rollback", run)
+    assert run.returncode != 0
+    assert "the canary is inconclusive" in run.output and "(prometheus)" in run.output, run.output[-3000:]
+    assert "Every canary host goes back to its previous server; no other host was touched." in run.output
+    back_on_the_previous_server(run)
+    untouched(before)
+
+
+def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
+    before = pids()
+    since = time.time()
+    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + GATE + [
+        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
+        "-e", '{"sglang_dflash_speed_probe_concurrency": [1]}'])), **LOAD)
+    report("(b) load-bound drafter under load", run, counts, seconds)
+    assert run.returncode != 0
+    # Today's probe (one client, sglang_dflash_speed_probe_concurrency [1]) passed it: kept until the canary judged.
+    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (prometheus)" \
+        in run.output, run.output[-4000:]
+    assert "decode tokens/s per running request" in run.output
+    assert "Every canary host goes back to its previous server" in run.output
+    assert counts["failed"] == 0, counts["failures"]
+    assert counts["streamed"]["ok"] > 10
+    back_on_the_previous_server(run)
+    untouched(before)
+    assert time.time() > since
+
+
+def test_b_the_probe_at_load_catches_it_before_the_canary():
+    """The probe at the operator's levels [1, 8] (the load a fleet carries). Its default (1 and the requests the host
+    was running just before the switch) let this drafter through in one lab run: the lab's 16 clients keep 2-4
+    requests on a host, and at 2 this drafter is still 1.65x; the canary caught it then."""
+    before = pids()
+    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + GATE + [
+        "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
+        "-e", '{"sglang_dflash_speed_probe_concurrency": [1, 8]}'])), **LOAD)
+    report("(b') load-bound drafter, probe at load", run, counts, seconds)
+    assert run.returncode != 0
+    assert "(the host's load)" in run.output and "below sglang_dflash_min_speedup 1.2 (" in run.output, \
+        run.output[-4000:]
+    assert "the canary failed" not in run.output and "the canary passed" not in run.output
+    assert counts["failed"] == 0, counts["failures"]
+    back_on_the_previous_server(run)
+    untouched(before)
+
+
+def test_e_traffic_in_another_language_lowers_the_acceptance_length_and_the_gate_names_it():
+    before = pids()
+    loadgen, lab.LOADGEN = lab.LOADGEN, os.path.join(HERE, "chinese_loadgen.py")
+    try:
+        run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*CANARY), **LOAD)
+    finally:
+        lab.LOADGEN = loadgen
+    report("(e) Chinese traffic", run, counts, seconds)
+    assert run.returncode != 0
+    assert "acceptance length (sglang:spec_accept_length)" in run.output, run.output[-4000:]
+    assert "must be >= 0.75x the baseline" in run.output
+    assert counts["failed"] == 0, counts["failures"]
+    back_on_the_previous_server(run)
+    untouched(before)
+
+
+def test_a_a_good_drafter_passes_the_canary_and_the_fleet_rolls():
+    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*CANARY), **LOAD)
+    report("(a) good drafter under load", run, counts, seconds)
+    assert run.returncode == 0, run.output[-4000:]
+    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (prometheus)" \
+        in run.output
+    assert counts["failed"] == 0, counts["failures"]
+    assert set(algorithms().values()) == {"DFLASH"}
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
