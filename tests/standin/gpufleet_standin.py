@@ -28,7 +28,10 @@ POST /generate answers like SGLang's native API, with SIMULATED speed: no model 
 step takes GPUFLEET_STANDIN_STEP_MS (10 ms); a speculative step (draft + verify) takes 1.3 steps and
 yields the acceptance length in tokens: the drafter's file, else 2.6 for NEXTN/EAGLE-style algorithms
 (the typical figure for 4 draft tokens) and 6.0 for DFLASH/DDTREE. The server really sleeps that long,
-so a client measures real time. Speed depends on the load and on the prompt's language, as the upstream
+so a client measures real time; each step ends at the time the model gives it, counted from the request's
+start (a late wake-up on a busy machine is caught up at the next step, not added to every step), and the
+/metrics histograms observe the model's times, so the speed a probe measures and the canary's figures are
+the model's on a contended lab machine too. Speed depends on the load and on the prompt's language, as the upstream
 figures do (sglang#19952: DFlash 2.0x at concurrency 1, 1.14x at 32; z-lab/dflash#7: acceptance about 6.4 on
 English prompts, 3.3 on Chinese ones): each step takes longer the more requests run at once (plain decoding
 +3% per extra running request, a speculative step +GPUFLEET_STANDIN_LOAD_GROWTH), and a prompt that is mostly
@@ -66,6 +69,7 @@ finish. A request cut this way gets its connection closed without an answer (or 
 """
 
 import argparse
+import collections
 import importlib.metadata
 import json
 import math
@@ -266,22 +270,29 @@ def decode(tokens, prompt="", streaming=False):
     per_step, steps = decoding_steps(tokens, prompt)
     speculative = State.accept_length is not None
     produced = 0
+    due = started
     try:
         for step in range(1, steps + 1):
             step_s = step_seconds(speculative)
-            time.sleep(step_s)
+            # The simulated clock: each step ends when the model says (the sum of the steps so far), however
+            # late the machine woke this thread for the previous one, so a busy lab machine adds one wake-up
+            # to a request's time, not one per step, and the speed a client measures is the model's.
+            due += step_s
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
             if not scheduler_alive():
                 raise SchedulerGone()
             now = min(tokens, int(round(step * per_step))) if step < steps else tokens
             State.metrics.step(step_s, max(1, now - produced), speculative)
             if step == 1:
-                State.metrics.first_token(time.monotonic() - started, streaming)
+                State.metrics.first_token(due - started, streaming)
             produced = now
             yield now
     except (SchedulerGone, GeneratorExit, BrokenPipeError, ConnectionResetError):
         State.metrics.aborted()
         raise
-    State.metrics.finished(time.monotonic() - started, tokens, prompt, steps if speculative else 0, streaming)
+    State.metrics.finished(due - started, tokens, prompt, steps if speculative else 0, streaming)
 
 
 class Metrics(object):
@@ -291,7 +302,8 @@ class Metrics(object):
         self.lock = threading.Lock()
         self.counters = {("sglang:num_aborted_requests_total", ()): 0.0}
         self.histograms = {}
-        self.recent = []  # (monotonic time, tokens, steps) of the last RECENT_STEPS_S seconds
+        self.recent = collections.deque()  # (monotonic time, tokens) of each step of the last RECENT_STEPS_S seconds
+        self.recent_tokens = 0
         self.last_accept = None
 
     def _inc(self, name, labels, amount=1.0):
@@ -311,9 +323,16 @@ class Metrics(object):
         now = time.monotonic()
         with self.lock:
             self._observe("sglang:inter_token_latency_seconds", (), ITL_BUCKETS, seconds / tokens)
-            self.recent = [r for r in self.recent if now - r[0] <= RECENT_STEPS_S] + [(now, tokens, 1)]
+            self._forget(now)
+            self.recent.append((now, tokens))
+            self.recent_tokens += tokens
             if speculative:
-                self.last_accept = sum(r[1] for r in self.recent) / float(len(self.recent))
+                self.last_accept = self.recent_tokens / float(len(self.recent))
+
+    def _forget(self, now):
+        """Drop the steps older than RECENT_STEPS_S (under the lock; cheap, so a step costs little CPU)."""
+        while self.recent and now - self.recent[0][0] > RECENT_STEPS_S:
+            self.recent_tokens -= self.recent.popleft()[1]
 
     def first_token(self, seconds, streaming):
         with self.lock:
@@ -339,8 +358,8 @@ class Metrics(object):
         tokenizer = 'model_name="%s",engine_type="unified"' % model
         now = time.monotonic()
         with self.lock:
-            recent = [r for r in self.recent if now - r[0] <= RECENT_STEPS_S]
-            throughput = sum(r[1] for r in recent) / RECENT_STEPS_S
+            self._forget(now)
+            throughput = self.recent_tokens / RECENT_STEPS_S
             gauges = [("sglang:num_running_reqs", running), ("sglang:num_queue_reqs", 0),
                       ("sglang:gen_throughput", round(throughput, 2))]
             if State.accept_length is not None:

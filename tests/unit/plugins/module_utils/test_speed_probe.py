@@ -5,7 +5,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import accept_length, degenerate, measure
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import (
+    accept_length,
+    degenerate,
+    http_post_json,
+    measure,
+)
 
 
 def answer(tokens, verify_ct=None, accept=None):
@@ -93,3 +102,37 @@ def test_degenerate_answers():
     assert degenerate(" the" * 20) == "'the' is 100% of the answer"
     assert degenerate("the cat sat on the mat and then the dog came") is None
     assert degenerate("the the") is None  # too short to judge
+
+
+def test_plain_http_posts_json_and_reads_the_status_and_body():
+    """http:// goes through the standard library's client (no TLS context per request); what comes back is the
+    same shape as before: (status, JSON, text), and (0, None, why) when nothing listens."""
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.path, self.headers["Content-Type"], json.loads(body)))
+            code = 200 if self.path == "/generate" else 404
+            out = json.dumps({"meta_info": {"completion_tokens": 3}}).encode() if code == 200 else b"Not Found"
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = "http://127.0.0.1:%d" % server.server_address[1]
+        assert http_post_json(base + "/generate", {"text": "x"}, 5) == (
+            200, {"meta_info": {"completion_tokens": 3}}, '{"meta_info": {"completion_tokens": 3}}')
+        assert http_post_json(base + "/other?a=1", {}, 5) == (404, None, "Not Found")
+        assert seen == [("/generate", "application/json", {"text": "x"}), ("/other?a=1", "application/json", {})]
+    finally:
+        server.shutdown()
+        server.server_close()
+    status, body, why = http_post_json(base + "/generate", {}, 5)
+    assert (status, body) == (0, None) and why
