@@ -25,7 +25,6 @@ WORKERS = ["http://127.0.0.1:3113%d" % n for n in (1, 2, 3, 4)]
 # 16 clients over 4 servers (about 4 requests running on each); streams of 400 tokens.
 LOAD = {"clients": 16, "long_tokens": 400}
 CANARY = ["-e", "sglang_dflash_canary=1", "-e", "sglang_dflash_serial=3"]
-GATE = ["-e", "sglang_dflash_min_speedup=1.2"]
 
 
 def node(name):
@@ -116,7 +115,7 @@ def test_c_no_traffic_rolls_back_when_configured():
 def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     before = pids()
     since = time.time()
-    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + GATE + [
+    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + [
         "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
         "-e", '{"sglang_dflash_speed_probe_concurrency": [1]}'])), **LOAD)
     report("(b) load-bound drafter under load", run, counts, seconds)
@@ -138,7 +137,7 @@ def test_b_the_probe_at_load_catches_it_before_the_canary():
     was running just before the switch) let this drafter through in one lab run: the lab's 16 clients keep 2-4
     requests on a host, and at 2 this drafter is still 1.65x; the canary caught it then."""
     before = pids()
-    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + GATE + [
+    run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*(CANARY + [
         "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
         "-e", '{"sglang_dflash_speed_probe_concurrency": [1, 8]}'])), **LOAD)
     report("(b') load-bound drafter, probe at load", run, counts, seconds)
