@@ -1,5 +1,6 @@
 """The canary stage behind the lab's gateway, under the lab's load: canary-1 is switched first and judged on live
-metrics against canary-2..4 (not yet switched) over a 30-s window; only on a pass does the rest roll.
+metrics against canary-2..4 (not yet switched) over a 20-s window (10 s where no traffic runs: the verdict is
+inconclusive whatever the length); only on a pass does the rest roll.
 The stand-in's speed is SIMULATED (tests/standin/gpufleet_standin.py): it slows with the load and with another
 language as the upstream figures do. The tests run in order: the fleet is back on its previous server after each,
 until (a) rolls it."""
@@ -25,6 +26,8 @@ WORKERS = ["http://127.0.0.1:3113%d" % n for n in (1, 2, 3, 4)]
 # 16 clients over 4 servers (about 4 requests running on each); streams of 400 tokens.
 LOAD = {"clients": 16, "long_tokens": 400}
 CANARY = ["-e", "sglang_dflash_canary=1", "-e", "sglang_dflash_serial=3"]
+# Without traffic the window only has to show that nothing was served.
+QUIET = ["-e", "sglang_dflash_canary_window=10"]
 
 
 def node(name):
@@ -85,12 +88,12 @@ def test_d_prometheus_down_is_refused_before_any_change():
 def test_d_c_prometheus_down_falls_back_to_scraping_and_no_traffic_holds():
     """(d) with sglang_dflash_canary_fallback_to_scrape, and (c): no traffic is inconclusive, held as configured."""
     before = pids()
-    run = rollout(*(CANARY + ["-e", "sglang_dflash_prometheus_url=http://127.0.0.1:30198",
-                              "-e", "sglang_dflash_canary_fallback_to_scrape=true"]))
+    run = rollout(*(CANARY + QUIET + ["-e", "sglang_dflash_prometheus_url=http://127.0.0.1:30198",
+                                      "-e", "sglang_dflash_canary_fallback_to_scrape=true"]))
     report("(c)+(d) no traffic, Prometheus down, fallback to scraping, hold", run)
     assert run.returncode != 0
     assert "figures from scrape (Prometheus http://127.0.0.1:30198 cannot be reached" in run.output, run.output[-3000:]
-    assert "the canary is inconclusive, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (scrape)" \
+    assert "the canary is inconclusive, canary canary-1 against canary-2,canary-3,canary-4 over 10 s (scrape)" \
         in run.output
     assert "fewer than 10 (no traffic, or no series)" in run.output
     assert "Held (sglang_dflash_canary_on_inconclusive=hold)" in run.output
@@ -103,10 +106,11 @@ def test_d_c_prometheus_down_falls_back_to_scraping_and_no_traffic_holds():
 
 def test_c_no_traffic_rolls_back_when_configured():
     before = pids()
-    run = rollout(*(CANARY + ["-e", "sglang_dflash_canary_on_inconclusive=rollback"]))
+    run = rollout(*(CANARY + QUIET + ["-e", "sglang_dflash_canary_on_inconclusive=rollback"]))
     report("(c) no traffic, rollback", run)
     assert run.returncode != 0
-    assert "the canary is inconclusive" in run.output and "(prometheus)" in run.output, run.output[-3000:]
+    assert "the canary is inconclusive, canary canary-1 against canary-2,canary-3,canary-4 over 10 s (prometheus)" \
+        in run.output, run.output[-3000:]
     assert "Every canary host goes back to its previous server; no other host was touched." in run.output
     back_on_the_previous_server(run)
     untouched(before)
@@ -121,7 +125,7 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     report("(b) load-bound drafter under load", run, counts, seconds)
     assert run.returncode != 0
     # Today's probe (one client, sglang_dflash_speed_probe_concurrency [1]) passed it: kept until the canary judged.
-    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (prometheus)" \
+    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 20 s (prometheus)" \
         in run.output, run.output[-4000:]
     assert "decode tokens/s per running request" in run.output
     assert "Every canary host goes back to its previous server" in run.output
@@ -170,7 +174,7 @@ def test_a_a_good_drafter_passes_the_canary_and_the_fleet_rolls():
     run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*CANARY), **LOAD)
     report("(a) good drafter under load", run, counts, seconds)
     assert run.returncode == 0, run.output[-4000:]
-    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 30 s (prometheus)" \
+    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 20 s (prometheus)" \
         in run.output
     assert counts["failed"] == 0, counts["failures"]
     assert set(algorithms().values()) == {"DFLASH"}
