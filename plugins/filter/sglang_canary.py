@@ -69,6 +69,13 @@ def sglang_canary_verdict(observed, hostvars, canary_hosts, baseline_hosts, thre
     return _canary.decide(result, on_inconclusive)
 
 
+def sglang_canary_record(record, result):
+    """The host's record of its last switch with the canary's verdict and figures added (see _canary.record)."""
+    merged = dict(record or {})
+    merged["canary"] = _canary.record(result)
+    return merged
+
+
 def sglang_canary_stopped(hostvars, hosts):
     """Why the later batches must not start after the canary ('' to go on)."""
     return _canary.stopped(dict((h, hostvars[h].get("sglang_dflash_canary_result")) for h in hosts))
@@ -81,5 +88,6 @@ class FilterModule(object):
             "sglang_canary_targets": sglang_canary_targets,
             "sglang_canary_verdict": sglang_canary_verdict,
             "sglang_canary_stopped": sglang_canary_stopped,
+            "sglang_canary_record": sglang_canary_record,
             "sglang_speed_probe_levels": sglang_speed_probe_levels,
         }

@@ -233,3 +233,17 @@ def stopped(results):
         if result.get("action") in ("rollback", "hold"):
             return "not started: the canary stopped the rollout (%s)" % result.get("message")
     return ""
+
+
+def record(result):
+    """What a host keeps of the canary's verdict in its record (the fleet report shows it): the verdict, what the
+    rollout did, where the figures came from, and each metric's canary and baseline figures side by side; None
+    without a verdict."""
+    if not isinstance(result, dict) or not result.get("verdict"):
+        return None
+    return {"verdict": result.get("verdict"), "action": result.get("action"), "source": result.get("source"),
+            "window_s": result.get("window_s"), "canary_hosts": list(result.get("canary_hosts") or []),
+            "baseline_hosts": list(result.get("baseline_hosts") or []),
+            "figures": dict(result.get("figures") or {}),
+            "failed": [f.get("metric") for f in result.get("failed") or []],
+            "message": result.get("message")}

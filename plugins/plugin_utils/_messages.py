@@ -133,6 +133,9 @@ def rollout_summary(hostvars, hosts):
                                                       else [])
         for r in results:
             lines.extend(_service_lines(host, r))
+        canary = hv.get("sglang_dflash_canary_result") or {}
+        if canary.get("action") == "continue":  # a failed or held canary's message is the host's FAILED line
+            lines.append("  %s" % str(canary.get("message") or "")[:600])
         if hv.get("sglang_dflash_result"):
             continue
         outcome = hv.get("sglang_dflash_outcome") or {}

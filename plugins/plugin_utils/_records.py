@@ -17,6 +17,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import seam as gateways
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import same_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import why_not
@@ -72,6 +73,8 @@ def host_result(plan, facts, host, observed):
         "changed": plan.get("needs_change"), "changes": plan.get("changes"),
         "old_exec_start": plan.get("old_exec_start"), "new_exec_start": plan.get("exec_start"),
         "files": [f.get("path") for f in (plan.get("files") or {}).values()],
+        # Where this service's record is kept (the canary adds its verdict there once judged).
+        "record": ((facts or {}).get("managed_paths") or {}).get("rollout_record"),
         "healthy": bool(ready.get("ready", False)),
         "time_to_healthy_s": ready.get("since_start_s") if plan.get("needs_change") else None,
         "check_mode": bool(observed.get("check_mode")),
@@ -84,7 +87,7 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
     """What a switch did and measured, as the host keeps it (JSON) for the fleet report.
 
     measurements: {before, after} (sglang_speed_probe results, or None), verdict (sglang_speed_verdict's),
-    drain (sglang_wait_idle's result) and out_of_rotation_s.
+    drain (sglang_wait_idle's result), out_of_rotation_s and canary (the canary's result, when judged).
     outcome: switched | rolled back.
     """
     measurements = measurements or {}
@@ -113,6 +116,9 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
         "gates": {"min_accept_length": settings.get("min_accept_length"), "min_speedup": settings.get("min_speedup"),
                   "passed": verdict.get("passed"), "problems": verdict.get("problems") or [],
                   "notes": verdict.get("notes") or []},
+        # The canary's verdict when this host was a canary (a rollback's record; a pass or a hold adds it to the
+        # switch's record once judged).
+        "canary": _canary.record(measurements.get("canary")),
     }
 
 

@@ -60,6 +60,12 @@ def report(title, run, counts=None, seconds=None):
     sys.stderr.write("\n%s\n%s\n" % (" ".join(line), "\n".join(verdicts[:1])))
 
 
+def canary_record(name="canary-1"):
+    """The canary section of the host's record of its last switch (what the fleet report shows)."""
+    text = node(name).file("/var/lib/gpufleet-sglang/sglang.service.last-rollout.json").content_string
+    return json.loads(text)["outcome"], json.loads(text).get("canary")
+
+
 def untouched(before_pids):
     """canary-2..4: the same server process as before, on the previous server."""
     now = pids()
@@ -129,6 +135,11 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
         in run.output, run.output[-4000:]
     assert "decode tokens/s per running request" in run.output
     assert "Every canary host goes back to its previous server" in run.output
+    # The rollback's record keeps the verdict and the figures side by side.
+    outcome, canary = canary_record()
+    assert outcome == "reverted" and canary["verdict"] == "fail" and canary["action"] == "rollback", canary
+    assert "decode_per_request" in canary["failed"]
+    assert canary["figures"]["decode_per_request"]["canary"] < canary["figures"]["decode_per_request"]["baseline"]
     assert counts["failed"] == 0, counts["failures"]
     assert counts["streamed"]["ok"] > 10
     back_on_the_previous_server(run)
@@ -179,3 +190,9 @@ def test_a_a_good_drafter_passes_the_canary_and_the_fleet_rolls():
     assert counts["failed"] == 0, counts["failures"]
     assert set(algorithms().values()) == {"DFLASH"}
     assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+    # The summary says it under the canary host, and the switch's record keeps it (the others have none).
+    assert "  the canary passed, canary canary-1" in run.output
+    outcome, canary = canary_record()
+    assert outcome == "switched" and canary["verdict"] == "pass" and canary["action"] == "continue", canary
+    assert canary["failed"] == [] and canary["figures"]["accept_length"]["canary"] > 2.0
+    assert canary_record("canary-2") == ("switched", None)

@@ -39,3 +39,15 @@ def test_the_message_filters_take_ansibles_values():
         "the server is healthy but runs other speculative settings than asked (/get_server_info): k=2 (asked 1)")
     assert filters["sglang_speed_gates_message"]({"problems": ["p"], "summary": "s"}) == (
         "the new server is healthy but does not pass the speed gates: p (s)")
+
+
+def test_the_canary_record_adds_the_verdict_to_the_hosts_record():
+    add = dict(CanaryFilters().filters())["sglang_canary_record"]
+    record = {"outcome": "switched", "unit": "sglang.service"}
+    result = {"verdict": "pass", "action": "continue", "source": "scrape", "window_s": 20, "canary_hosts": ["a"],
+              "baseline_hosts": ["b"], "figures": {"itl_p99": {"canary": 0.004, "baseline": 0.015}}, "failed": [],
+              "message": "the canary passed, ..."}
+    merged = add(record, result)
+    assert merged["outcome"] == "switched" and record == {"outcome": "switched", "unit": "sglang.service"}
+    assert merged["canary"]["verdict"] == "pass" and merged["canary"]["figures"] == result["figures"]
+    assert add(record, {})["canary"] is None

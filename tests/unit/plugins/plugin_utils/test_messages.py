@@ -46,6 +46,11 @@ def test_rollout_summary_lines():
     assert "  speed: tokens/s 200.0 -> 480.0 (2.40x)" in lines
     assert lines[-3:] == ["b: FAILED: drafter crashed", "c: not started, left as it was: batch 1 failed",
                           "d: not reached (unreachable, or the play ended before it)"]
+    # A canary that passed says so under its host; a failed or held one is the host's FAILED line.
+    hostvars["a"]["sglang_dflash_canary_result"] = {"action": "continue", "message": "the canary passed, x"}
+    hostvars["b"]["sglang_dflash_canary_result"] = {"action": "rollback", "message": "the canary failed, y"}
+    lines = rollout_summary(hostvars, ["a", "b"])
+    assert "  the canary passed, x" in lines and not any("the canary failed" in line for line in lines)
 
 
 def test_the_rollback_message_says_where_the_host_is_in_rotation():

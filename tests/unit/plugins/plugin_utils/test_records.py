@@ -61,6 +61,20 @@ def test_rollout_record_keeps_the_figures_and_the_gates():
     assert record["gates"] == {"min_accept_length": 3.0, "min_speedup": None, "passed": True, "problems": [],
                                "notes": []}
     assert record["traffic"] == traffic_figures(PLAN, None, DRAIN)
+    assert record["canary"] is None  # not a canary, or not judged yet
+
+
+def test_a_canary_hosts_rollback_record_keeps_the_verdict_and_the_figures_side_by_side():
+    canary = {"verdict": "fail", "action": "rollback", "source": "prometheus", "window_s": 20,
+              "canary_hosts": ["n1"], "baseline_hosts": ["n2", "n3"], "per_host": {"n1": {}},
+              "figures": {"decode_per_request": {"canary": 26.9, "baseline": 90.3}},
+              "failed": [{"metric": "decode_per_request", "label": "x", "canary": 26.9, "baseline": 90.3,
+                          "reasons": ["must be >= 0.90x the baseline"]}], "message": "the canary failed, ..."}
+    record = rollout_record(PLAN, FACTS, {"canary": canary}, "reverted", None, "2026-12-05T10:00:00Z")
+    assert record["canary"] == {"verdict": "fail", "action": "rollback", "source": "prometheus", "window_s": 20,
+                                "canary_hosts": ["n1"], "baseline_hosts": ["n2", "n3"],
+                                "figures": {"decode_per_request": {"canary": 26.9, "baseline": 90.3}},
+                                "failed": ["decode_per_request"], "message": "the canary failed, ..."}
 
 
 def test_fleet_row_with_facts_leaves_out_the_flag_list():
