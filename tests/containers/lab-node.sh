@@ -54,7 +54,9 @@ ready_within() {
 }
 
 # Why ops cannot log in, in the order it is checked: the container, its systemd, sshd inside, the port, the key.
-explain() {
+# A subshell without -e: a failing probe is what it reports.
+explain() (
+  set +e
   echo "lab: $name does not accept SSH as ops on 127.0.0.1:$port with $keys/id_ed25519" >&2
   echo "  container: $(podman container inspect "$name" --format '{{.State.Status}}' 2>&1)" \
     "ports: $(podman port "$name" 2>&1 | tr '\n' ' ')" >&2
@@ -66,7 +68,7 @@ explain() {
   ssh -v -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no -o ConnectTimeout=10 \
     -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true 2>&1 | tail -n 6 | sed 's/^/    /' >&2
   podman exec "$name" journalctl -u ssh.service --no-pager -n 8 2>&1 | sed 's/^/    /' >&2
-}
+)
 
 podman start "$name" >/dev/null
 # Seen after a host restart: podman says "running" but cannot exec in the container. Make it again.
