@@ -386,17 +386,15 @@ class Store(object):
         return sorted(found)
 
     def gc(self, repo, keep, in_use, dry_run=False):
-        """Remove the oldest revisions of repo beyond `keep`, never one whose path is in in_use."""
+        """Remove the revisions of repo older than the newest `keep`, never one whose path is in in_use."""
         in_use = set(os.path.realpath(p) for p in in_use if p)
         revisions = self.revisions(repo)
-        removable = [r for r in revisions if os.path.realpath(r[2]) not in in_use]
-        excess = len(revisions) - int(keep)
+        older = revisions[:max(len(revisions) - int(keep), 0)]
         removed = []
-        for _when, _name, full in removable:
-            if excess <= 0:
-                break
+        for _when, _name, full in older:
+            if os.path.realpath(full) in in_use:
+                continue
             removed.append(full)
-            excess -= 1
             if not dry_run:
                 aside = os.path.join(os.path.dirname(full), PARTIAL_PREFIX + "gc-" + os.path.basename(full))
                 os.rename(full, aside)
@@ -463,10 +461,12 @@ def download(hub, repo, sha, path, expected, target, throttle, stall_timeout):
     try:
         if offset and getattr(response, "status", getattr(response, "code", 200)) != 206:
             offset = 0  # the mirror ignored Range: start again
+        # read1: what has arrived, so that a stall keeps the bytes before it for the next run.
+        read = getattr(response, "read1", response.read)
         with open(target, "ab" if offset else "wb") as handle:
             while True:
                 try:
-                    chunk = response.read(CHUNK)
+                    chunk = read(CHUNK)
                 except socket.timeout:
                     raise DrafterError("the transfer of %s from %s stalled: no byte for %ss after %d of %d bytes; the "
                                        "partial file is kept and the next run resumes it (sglang_dflash_drafter_"
