@@ -17,7 +17,7 @@ def sglang_drafter_sources(role_drafter, services):
     try:
         return _drafter_delivery.drafter_sources(role_drafter, list(services or []))
     except _drafter_delivery.DrafterSourceError as exc:
-        raise AnsibleFilterError(str(exc))
+        raise AnsibleFilterError(str(exc)) from None
 
 
 def sglang_drafter_report(results):
@@ -25,7 +25,7 @@ def sglang_drafter_report(results):
     try:
         return _drafter_delivery.drafter_report([dict(r) for r in results or []])
     except _drafter_delivery.DrafterSourceError as exc:
-        raise AnsibleFilterError(str(exc))
+        raise AnsibleFilterError(str(exc)) from None
 
 
 def sglang_drafter_services(services, drafters):

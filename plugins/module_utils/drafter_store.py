@@ -127,12 +127,13 @@ class Hub(object):
             finally:
                 response.close()
         except HTTPError as exc:
-            raise _HubHTTPError(exc.code, "%s: HTTP %s from %s" % (what, exc.code, url))
+            raise _HubHTTPError(exc.code, "%s: HTTP %s from %s" % (what, exc.code, url)) from None
         except (URLError, socket.timeout, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
             raise DrafterError("%s: cannot reach the mirror at %s (%s); check HF_ENDPOINT (sglang_dflash_drafter "
-                               "endpoint) and that the host can reach it" % (what, url, getattr(exc, "reason", exc)))
+                               "endpoint) and that the host can reach it" % (what, url, reason)) from None
         except ValueError:
-            raise DrafterError("%s: %s did not answer JSON" % (what, url))
+            raise DrafterError("%s: %s did not answer JSON" % (what, url)) from None
 
     def revision_info(self, repo, revision):
         url = "%s/api/models/%s/revision/%s" % (self.endpoint, repo, quote(revision, safe=""))
@@ -142,8 +143,8 @@ class Hub(object):
             if exc.code in (401, 403, 404):
                 raise DrafterError("the mirror %s has no revision %s of the repo %s (HTTP %s): check the repo id and "
                                    "pin an existing commit (sglang_dflash_drafter revision)"
-                                   % (self.endpoint, revision, repo, exc.code))
-            raise DrafterError(str(exc))
+                                   % (self.endpoint, revision, repo, exc.code)) from None
+            raise DrafterError(str(exc)) from None
         if not isinstance(info, dict):
             raise DrafterError("revision %s of %s: unexpected answer from %s" % (revision, repo, url))
         return info
@@ -154,7 +155,7 @@ class Hub(object):
         try:
             entries = self._json(url, "file list of %s at %s" % (repo, sha))
         except _HubHTTPError as exc:
-            raise DrafterError(str(exc))
+            raise DrafterError(str(exc)) from None
         files = {}
         for entry in entries if isinstance(entries, list) else []:
             if entry.get("type") != "file":
@@ -177,9 +178,9 @@ class Hub(object):
         try:
             return self._request(url, headers=headers)
         except HTTPError as exc:
-            raise DrafterError("download of %s: HTTP %s" % (url, exc.code))
+            raise DrafterError("download of %s: HTTP %s" % (url, exc.code)) from None
         except (URLError, socket.timeout, OSError) as exc:
-            raise DrafterError("download of %s: %s" % (url, getattr(exc, "reason", exc)))
+            raise DrafterError("download of %s: %s" % (url, getattr(exc, "reason", exc))) from None
 
 
 class _HubHTTPError(DrafterError):
@@ -206,7 +207,7 @@ class Lock(object):
         try:
             with open(self.path) as handle:
                 return json.load(handle)
-        except (OSError, IOError, ValueError):
+        except (OSError, ValueError):
             return {}
 
     def _stale(self, holder):
@@ -244,7 +245,7 @@ class Lock(object):
                     raise DrafterError("%s is locked by pid %s on %s since %s for more than %ss: wait for that run, or "
                                        "remove the lock file if no run is fetching this drafter"
                                        % (self.path, holder.get("pid", "?"), holder.get("host", "?"),
-                                          holder.get("time", "?"), self.timeout))
+                                          holder.get("time", "?"), self.timeout)) from None
                 time.sleep(self.poll)
                 continue
             with os.fdopen(fd, "w") as handle:
@@ -303,7 +304,7 @@ class Store(object):
         try:
             with open(os.path.join(directory, MANIFEST)) as handle:
                 return json.load(handle)
-        except (OSError, IOError, ValueError):
+        except (OSError, ValueError):
             return None
 
     def verified(self, repo, revision, files, rehash=False):
@@ -471,7 +472,7 @@ def download(hub, repo, sha, path, expected, target, throttle, stall_timeout):
                     raise DrafterError("the transfer of %s from %s stalled: no byte for %ss after %d of %d bytes; the "
                                        "partial file is kept and the next run resumes it (sglang_dflash_drafter_"
                                        "stall_timeout)" % (path, url, stall_timeout, offset + transferred,
-                                                           expected["size"]))
+                                                           expected["size"])) from None
                 if not chunk:
                     break
                 handle.write(chunk)
@@ -607,7 +608,7 @@ def paths_in_use(store_root, config_dirs, configured=()):
             try:
                 with open("/proc/%s/cmdline" % pid, "rb") as handle:
                     texts.append(handle.read().replace(b"\0", b" ").decode("utf-8", "replace"))
-            except (OSError, IOError):
+            except OSError:
                 pass
     for directory in config_dirs:
         for base, _dirs, names in os.walk(directory) if os.path.isdir(directory) else []:
@@ -615,7 +616,7 @@ def paths_in_use(store_root, config_dirs, configured=()):
                 try:
                     with open(os.path.join(base, name), "rb") as handle:
                         texts.append(handle.read(1 << 20).decode("utf-8", "replace"))
-                except (OSError, IOError):
+                except OSError:
                     pass
     for text in texts:
         found.update(pattern.findall(text.replace(store_root.rstrip("/") + "/", root)))

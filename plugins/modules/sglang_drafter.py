@@ -204,8 +204,15 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.sglang.plugins.module_utils.drafter_store import (
-    DrafterError, Hub, Store, fetch_from_hub, manifest_of_dir, manifest_revision, paths_in_use,
-    staged_from_manifest)
+    DrafterError,
+    Hub,
+    Store,
+    fetch_from_hub,
+    manifest_of_dir,
+    manifest_revision,
+    paths_in_use,
+    staged_from_manifest,
+)
 
 
 def run(module):
@@ -273,7 +280,7 @@ def main():
         module.exit_json(**run(module))
     except DrafterError as exc:
         module.fail_json(msg="host %s: %s" % (socket.gethostname(), exc))
-    except (OSError, IOError) as exc:
+    except OSError as exc:
         module.fail_json(msg="host %s: drafter store %s: %s" % (socket.gethostname(), module.params["store_dir"], exc))
 
 

@@ -28,7 +28,8 @@ def _check_source(source, where):
                                  % (where, source["repo"], where))
     unknown = sorted(set(source) - {"repo", "revision", "endpoint", "src", "name"})
     if unknown:
-        raise DrafterSourceError("%s: unknown keys %s (repo, revision, endpoint, src, name)" % (where, ", ".join(unknown)))
+        raise DrafterSourceError("%s: unknown keys %s (repo, revision, endpoint, src, name)"
+                                 % (where, ", ".join(unknown)))
 
 
 def source_key(source):

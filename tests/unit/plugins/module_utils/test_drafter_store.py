@@ -52,7 +52,7 @@ class FakeHub(object):
 
             def do_GET(self):
                 path = self.path.split("?")[0]
-                if path == "/api/models/%s/revision/%s" % (REPO, COMMIT) or path == "/api/models/%s/revision/main" % REPO:
+                if path in ("/api/models/%s/revision/%s" % (REPO, COMMIT), "/api/models/%s/revision/main" % REPO):
                     return self._json(200, {"id": REPO, "sha": COMMIT,
                                             "siblings": [{"rfilename": p} for p in hub.files]})
                 if path.startswith("/api/models/%s/revision/" % REPO):
@@ -218,7 +218,8 @@ def test_full_disk_is_refused_before_anything_is_written(tmp_path, hub):
     with pytest.raises(ds.DrafterError) as err:
         _fetch(tmp_path, hub, min_free_bytes=1 << 62)
     message = str(err.value)
-    assert "gpu-07" in message and "bytes free" in message and "%d bytes needed" % (len(CONFIG) + len(WEIGHTS)) in message
+    assert "gpu-07" in message and "bytes free" in message
+    assert "%d bytes needed" % (len(CONFIG) + len(WEIGHTS)) in message
     assert not (tmp_path / "store").exists()
 
 

@@ -1,4 +1,5 @@
-"""Where each service's drafter comes from, and what the deploy summary says of it (plugin_utils/_drafter_delivery.py)."""
+"""Where each service's drafter comes from, and what the deploy summary says of it
+(plugin_utils/_drafter_delivery.py)."""
 
 import pytest
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery as dd
