@@ -106,7 +106,17 @@ def test_a_revision_that_does_not_exist_is_refused_naming_repo_and_revision(inve
     assert "has no revision %s of the repo %s" % (missing, DRAFTER) in proc.output, proc.output
 
 
-def test_a_full_disk_is_refused_before_anything_is_written(host, inventory, mirror):
+@pytest.fixture
+def small_disk():
+    """A 2 MiB tmpfs in the node (mounting needs CAP_SYS_ADMIN in the container: a privileged exec)."""
+    mount = "mkdir -p /var/lib/gpufleet-small && mount -t tmpfs -o size=2m,mode=0755 tmpfs /var/lib/gpufleet-small"
+    subprocess.run(["podman", "exec", "--privileged", HOST, "sh", "-c", mount], check=True)
+    yield "/var/lib/gpufleet-small"
+    subprocess.run(["podman", "exec", "--privileged", HOST, "umount", "/var/lib/gpufleet-small"], check=False)
+
+
+def test_a_full_disk_is_refused_before_anything_is_written(host, inventory, mirror, small_disk):
+    assert host.run("df -B1 --output=size %s | tail -1" % small_disk).stdout.strip() == str(2 * 1024 * 1024)
     before = store_listing(host)
     proc = run(inventory, "fetch_drafter.yml", "-e", json.dumps({
         "sglang_dflash_drafter": {"repo": DRAFTER, "revision": mirror["commit"]},
