@@ -11,9 +11,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import redact
-from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _checks,
     _drafter_delivery,
