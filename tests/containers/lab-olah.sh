@@ -65,9 +65,10 @@ repos-path = "$dir/repos"
 [accessibility]
 offline = true
 TOML
-    (cd "$dir" && HF_HUB_OFFLINE=1 setsid timeout 3600 "$OLDPWD/.venv/bin/olah-cli" -c "$dir/olah.toml" \
-      >"$dir/olah.log" 2>&1 &
-     echo $! >"$dir/olah.pid")
+    # The session leader writes its own pid (setsid may fork): stop signals that whole process group.
+    (cd "$dir" && HF_HUB_OFFLINE=1 setsid sh -c 'echo $$ >olah.pid; exec timeout 3600 "$0" -c olah.toml' \
+      "$OLDPWD/.venv/bin/olah-cli" >"$dir/olah.log" 2>&1 &)
+    for _ in $(seq 1 50); do [ -s "$dir/olah.pid" ] && break; sleep 0.1; done
     for _ in $(seq 1 150); do
       if curl -s -o /dev/null "http://127.0.0.1:$port/api/whoami-v2"; then exit 0; fi
       sleep 0.2
