@@ -65,12 +65,14 @@ repos-path = "$dir/repos"
 [accessibility]
 offline = true
 TOML
-    # The session leader writes its own pid (setsid may fork): stop signals that whole process group.
-    (cd "$dir" && HF_HUB_OFFLINE=1 setsid sh -c 'echo $$ >olah.pid; exec timeout 3600 "$0" -c olah.toml' \
-      "$OLDPWD/.venv/bin/olah-cli" >"$dir/olah.log" 2>&1 &)
+    # The session leader writes its own pid (stop signals that whole process group). No descriptor of the
+    # caller is kept open: a caller that reads this script's output to its end does not wait for olah.
+    cli="$PWD/.venv/bin/olah-cli"
+    (cd "$dir" && HF_HUB_OFFLINE=1 exec setsid sh -c 'echo $$ >olah.pid; exec timeout 3600 "$0" -c olah.toml' \
+      "$cli") </dev/null >"$dir/olah.log" 2>&1 &
     for _ in $(seq 1 50); do [ -s "$dir/olah.pid" ] && break; sleep 0.1; done
     for _ in $(seq 1 150); do
-      if curl -s -o /dev/null "http://127.0.0.1:$port/api/whoami-v2"; then exit 0; fi
+      if curl -s -m 5 -o /dev/null "http://127.0.0.1:$port/api/whoami-v2"; then exit 0; fi
       sleep 0.2
     done
     echo "lab-olah: olah on 127.0.0.1:$port does not answer after 30 s (log: $dir/olah.log)" >&2
