@@ -226,8 +226,9 @@ def run(module):
         return {"changed": False, "files": files, "revision": manifest_revision(files),
                 "size": sum(f["size"] for f in files.values())}
     store = Store(params["store_dir"])
-    opts = dict((k, params[k]) for k in ("min_free_percent", "min_free_bytes", "stall_timeout", "bandwidth_limit",
-                                          "lock_timeout", "lock_stale_after", "rehash"))
+    names = ("min_free_percent", "min_free_bytes", "stall_timeout", "bandwidth_limit", "lock_timeout",
+             "lock_stale_after", "rehash")
+    opts = dict((k, params[k]) for k in names)
     if not params["repo"]:
         raise DrafterError("repo is required (the Hugging Face repo id, or the controller directory's name)")
     if params["manifest"] is not None:
