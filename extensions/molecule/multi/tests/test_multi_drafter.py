@@ -70,8 +70,9 @@ def run(inventory, playbook, *extra):
 
 
 def services_with(source):
-    """Both replicas with the same drafter (block size 16): one copy for both."""
-    return json.dumps({"sglang_dflash_services": [
+    """Both replicas with the same drafter (block size 16): one copy for both. The speed proof is test_multi.py's
+    (each deploy here skips it: this file's time is the drafter's)."""
+    return json.dumps({"sglang_dflash_speed_probe": False, "sglang_dflash_services": [
         {"name": "sglang-qwen-a", "drafter": source},
         {"name": "sglang@*", "drafter": source, "block_size": 16}]})
 
