@@ -18,14 +18,10 @@ import re
 import shutil
 import socket
 import time
+from urllib.error import HTTPError, URLError
+from urllib.parse import quote
 
-try:  # Python 3 (the targets' floor is 3.8)
-    from urllib.error import HTTPError, URLError
-    from urllib.parse import quote
-    from urllib.request import Request, urlopen
-except ImportError:  # pragma: no cover - Python 2 is not supported, this only keeps the import sanity test quiet
-    HTTPError = URLError = Exception
-    quote = Request = urlopen = None
+from ansible.module_utils.urls import open_url
 
 MANIFEST = ".gpufleet-drafter.json"
 PARTIAL_PREFIX = ".partial-"
@@ -114,10 +110,11 @@ class Hub(object):
         headers = dict(headers or {})
         if self.token:
             headers["Authorization"] = "Bearer %s" % self.token
-        headers.setdefault("User-Agent", "gpufleet.sglang-drafter")
         if data is not None:
             headers["Content-Type"] = "application/json"
-        return urlopen(Request(url, headers=headers, data=data), timeout=self.timeout)
+        # No proxy from the environment: the mirror is the fleet's own (HF_ENDPOINT).
+        return open_url(url, headers=headers, data=data, timeout=self.timeout, http_agent="gpufleet.sglang-drafter",
+                        use_proxy=False)
 
     def _json(self, url, what, data=None):
         try:

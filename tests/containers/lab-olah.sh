@@ -68,6 +68,7 @@ TOML
     # The session leader writes its own pid (stop signals that whole process group). No descriptor of the
     # caller is kept open: a caller that reads this script's output to its end does not wait for olah.
     cli="$PWD/.venv/bin/olah-cli"
+    # shellcheck disable=SC2016 # $$ and $0 are the inner shell's, not this one's
     (cd "$dir" && HF_HUB_OFFLINE=1 exec setsid sh -c 'echo $$ >olah.pid; exec timeout 3600 "$0" -c olah.toml' \
       "$cli") </dev/null >"$dir/olah.log" 2>&1 &
     for _ in $(seq 1 50); do [ -s "$dir/olah.pid" ] && break; sleep 0.1; done

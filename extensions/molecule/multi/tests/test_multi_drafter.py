@@ -160,7 +160,7 @@ def test_a_transfer_killed_halfway_is_resumed_and_verified(host, inventory, mirr
     try:
         lock = "%s/.%s.lock" % (base, commit)
         second = "%s/.partial-%s/model-00002-of-00002.safetensors" % (base, commit)
-        for _ in range(120):
+        for _attempt in range(120):
             if host.run("test -s %s" % second).rc == 0:
                 break
             time.sleep(0.25)
