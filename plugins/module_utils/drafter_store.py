@@ -141,7 +141,10 @@ class Hub(object):
                 raise DrafterError("the mirror %s has no revision %s of the repo %s (HTTP %s): check the repo id and "
                                    "pin an existing commit (sglang_dflash_drafter revision)"
                                    % (self.endpoint, revision, repo, exc.code)) from None
-            raise DrafterError(str(exc)) from None
+            # olah answers 500 for a well-formed commit sha its repo does not have.
+            raise DrafterError("the mirror %s could not resolve revision %s of the repo %s (HTTP %s): check that the "
+                               "mirror has that commit (sglang_dflash_drafter revision)"
+                               % (self.endpoint, revision, repo, exc.code)) from None
         if not isinstance(info, dict):
             raise DrafterError("revision %s of %s: unexpected answer from %s" % (revision, repo, url))
         return info

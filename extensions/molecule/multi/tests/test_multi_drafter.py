@@ -104,7 +104,8 @@ def test_a_revision_that_does_not_exist_is_refused_naming_repo_and_revision(inve
     proc = run(inventory, "fetch_drafter.yml", "-e", json.dumps({"sglang_dflash_drafter": {
         "repo": DRAFTER, "revision": missing}}))
     assert proc.returncode != 0
-    assert "has no revision %s of the repo %s" % (missing, DRAFTER) in proc.output, proc.output
+    # olah: HTTP 500 for a commit sha the repo does not have (a hub: 404); either way repo and revision are named.
+    assert "revision %s of the repo %s (HTTP " % (missing, DRAFTER) in proc.output, proc.output
 
 
 @pytest.fixture
@@ -152,11 +153,12 @@ def test_a_corrupt_file_on_the_mirror_is_refused_with_its_name_and_both_digests(
 def test_a_transfer_killed_halfway_is_resumed_and_verified(host, inventory, mirror):
     commit = lab("repo", mirror["root"], "lab/resume-dflash", "16", "4", "2")
     base = "%s/lab--resume-dflash" % STORE
-    extra = json.dumps({"sglang_dflash_drafter": {"repo": "lab/resume-dflash", "revision": commit},
-                        "sglang_dflash_drafter_bandwidth_limit": 1 << 20})
-    # 4 MiB at 1 MiB/s: killed (SIGKILL, no clean-up) once the first shard is in and the second under way.
+    extra = json.dumps({"sglang_dflash_drafter": {"repo": "lab/resume-dflash", "revision": commit}})
+    slow = json.dumps({"sglang_dflash_drafter": {"repo": "lab/resume-dflash", "revision": commit},
+                       "sglang_dflash_drafter_bandwidth_limit": 256 * 1024})
+    # 4 MiB at 256 KiB/s: killed (SIGKILL, no clean-up) once the first shard is in and the second under way.
     proc = subprocess.Popen(["ansible-playbook", "-i", inventory, os.path.join(REPO, "playbooks", "fetch_drafter.yml"),
-                             "-e", extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "-e", slow], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         lock = "%s/.%s.lock" % (base, commit)
         second = "%s/.partial-%s/model-00002-of-00002.safetensors" % (base, commit)
