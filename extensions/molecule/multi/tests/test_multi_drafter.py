@@ -175,7 +175,12 @@ def test_a_transfer_killed_halfway_is_resumed_and_verified(host, inventory, mirr
     assert host.file(lock).exists  # the killed run's lock stays behind, stale
     rerun = run(inventory, "fetch_drafter.yml", "-e", extra)
     assert rerun.returncode == 0, rerun.output
-    assert host.file("%s/%s/model-00002-of-00002.safetensors" % (base, commit)).size == 2 * 1024 * 1024
+    pointer = os.path.join(mirror["root"], "mirrors", "models", "lab", "resume-dflash",
+                           "model-00002-of-00002.safetensors")
+    with open(pointer) as handle:
+        lfs = dict(line.split(" ", 1) for line in handle.read().splitlines())
+    shard = host.check_output("sha256sum %s/%s/model-00002-of-00002.safetensors" % (base, commit)).split()[0]
+    assert "sha256:" + shard == lfs["oid"]
     assert not host.file(lock).exists and not host.file("%s/.partial-%s" % (base, commit)).exists
     # The first shard was kept (verified again, not fetched again).
     fetched = int(rerun.output.split("verified, fetched ")[1].split(" ")[0])
