@@ -508,7 +508,7 @@ def fetch_from_hub(store, hub, repo, revision, opts, check_mode=False):
     sha = info.get("sha") or revision
     files = hub.files(repo, sha)
     result = {"source": "hub", "repo": repo, "revision": revision, "commit": sha, "endpoint": hub.endpoint,
-              "path": store.final_dir(repo, sha), "size": sum(f["size"] for f in files.values()),
+              "path": store.final_dir(repo, sha), "total_bytes": sum(f["size"] for f in files.values()),
               "files": len(files), "bytes_transferred": 0, "resumed": False, "verified": False, "changed": False}
     if "config.json" not in files:
         raise DrafterError("%s at %s has no config.json: not a drafter checkpoint" % (repo, sha))
@@ -516,7 +516,7 @@ def fetch_from_hub(store, hub, repo, revision, opts, check_mode=False):
         result["verified"] = True
         return result
     result["changed"] = True
-    needed = result["size"] - store.bytes_present(repo, sha, files)
+    needed = result["total_bytes"] - store.bytes_present(repo, sha, files)
     result["disk"] = disk_preflight(store.final_dir(repo, sha), needed, opts.get("min_free_percent"),
                                     opts.get("min_free_bytes"), store.host)
     if check_mode:
@@ -552,7 +552,7 @@ def staged_from_manifest(store, name, revision, manifest, stage, check_mode=Fals
     files = dict((_safe_relpath(p), {"size": int(v["size"]), "sha256": v["sha256"]}) for p, v in manifest.items())
     result = {"source": "controller", "repo": name, "revision": revision, "commit": revision,
               "path": store.final_dir(name, revision), "partial": store.partial_dir(name, revision),
-              "size": sum(f["size"] for f in files.values()), "files": len(files), "verified": False,
+              "total_bytes": sum(f["size"] for f in files.values()), "files": len(files), "verified": False,
               "changed": False}
     if "config.json" not in files:
         raise DrafterError("the controller directory for %s has no config.json: not a drafter checkpoint" % name)
@@ -561,7 +561,7 @@ def staged_from_manifest(store, name, revision, manifest, stage, check_mode=Fals
         return result
     result["changed"] = True
     if stage:
-        needed = result["size"] - store.bytes_present(name, revision, files)
+        needed = result["total_bytes"] - store.bytes_present(name, revision, files)
         result["disk"] = disk_preflight(store.final_dir(name, revision), needed, opts.get("min_free_percent"),
                                         opts.get("min_free_bytes"), store.host)
         if not check_mode and not os.path.isdir(result["partial"]):

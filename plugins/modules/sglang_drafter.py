@@ -172,8 +172,8 @@ verified:
   description: Whether RV(path) holds the complete, verified copy.
   returned: with state present or staged
   type: bool
-size:
-  description: Bytes of the drafter's files.
+total_bytes:
+  description: Bytes of the drafter's files (not C(size), which Ansible gives the size of RV(path) itself).
   returned: with state present or staged
   type: int
 files:
@@ -224,7 +224,7 @@ def run(module):
                                % params["src"])
         files = manifest_of_dir(params["src"])
         return {"changed": False, "files": files, "revision": manifest_revision(files),
-                "size": sum(f["size"] for f in files.values())}
+                "total_bytes": sum(f["size"] for f in files.values())}
     store = Store(params["store_dir"])
     names = ("min_free_percent", "min_free_bytes", "stall_timeout", "bandwidth_limit", "lock_timeout",
              "lock_stale_after", "rehash")

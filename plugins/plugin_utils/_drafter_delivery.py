@@ -74,8 +74,8 @@ def drafter_report(results):
         out.append({
             "services": services, "source": r.get("source"), "repo": r.get("repo"), "revision": r.get("revision"),
             "commit": r.get("commit"), "endpoint": r.get("endpoint"), "path": r.get("path"),
-            "verified": bool(r.get("verified")), "size": r.get("size"), "files": r.get("files"),
-            "bytes_transferred": r.get("bytes_transferred", r.get("size") if r.get("changed") else 0),
+            "verified": bool(r.get("verified")), "size": r.get("total_bytes"), "files": r.get("files"),
+            "bytes_transferred": r.get("bytes_transferred", r.get("total_bytes") if r.get("changed") else 0),
             "changed": bool(r.get("changed")), "manifest": r.get("manifest"),
         })
     return out
@@ -103,7 +103,7 @@ def summary_lines(host, drafters):
     for d in drafters or []:
         services = ", ".join("every other service" if s == ALL_SERVICES else s for s in d.get("services") or [])
         what = ("%s@%s" % (d.get("repo"), d.get("commit"))) if d.get("source") == "hub" else (
-            "controller %s (%s)" % (d.get("repo"), d.get("commit")))
+            "%s (%s)" % (d.get("repo"), d.get("commit")))
         lines.append("%s: drafter for %s: %s %s, %s bytes, %s, %s" % (
             host, services, d.get("source"), what, d.get("size"), "verified" if d.get("verified") else "NOT verified",
             ("fetched %s bytes" % d.get("bytes_transferred")) if d.get("changed") else "already there"))

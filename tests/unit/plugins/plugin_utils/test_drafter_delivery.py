@@ -40,7 +40,7 @@ def test_drafter_and_draft_model_path_in_one_entry_are_refused():
 def test_report_apply_and_summary():
     results = [{"item": {"source": HUB, "services": ["*", "sglang@*"]}, "source": "hub", "repo": HUB["repo"],
                 "revision": HUB["revision"], "commit": HUB["revision"], "path": PATH, "verified": True,
-                "size": 4194550, "files": 4, "bytes_transferred": 4194550, "changed": True}]
+                "total_bytes": 4194550, "files": 4, "bytes_transferred": 4194550, "changed": True}]
     drafters = dd.drafter_report(results)
     assert drafters[0]["services"] == ["*", "sglang@*"] and drafters[0]["verified"]
     services = dd.apply_to_services([{"name": "sglang@*", "drafter": HUB}, {"name": "sglang-b"}], drafters)
