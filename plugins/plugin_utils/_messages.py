@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery
+
 
 def refusal_message(plan, facts, host, algorithm):
     """Why this host cannot take the deployment: host, unit, release, every reason, and only what bears on them.
@@ -133,6 +135,7 @@ def rollout_summary(hostvars, hosts):
                                                       else [])
         for r in results:
             lines.extend(_service_lines(host, r))
+        lines.extend(_drafter_delivery.summary_lines(host, hv.get("sglang_dflash_drafters")))
         if hv.get("sglang_dflash_result"):
             continue
         outcome = hv.get("sglang_dflash_outcome") or {}
