@@ -135,10 +135,10 @@ def sglang_rollout_summary(hostvars, hosts):
     return _messages.rollout_summary(hostvars, hosts)
 
 
-def sglang_drafter_sources(role_drafter, services):
+def sglang_drafter_sources(role_drafter, services, host=None, draft_model_path=None):
     """The unique drafter sources of a host, each with the services that use it (see _drafter_delivery)."""
     try:
-        return _drafter_delivery.drafter_sources(role_drafter, list(services or []))
+        return _drafter_delivery.drafter_sources(role_drafter, list(services or []), host, draft_model_path)
     except _drafter_delivery.DrafterSourceError as exc:
         raise AnsibleFilterError(str(exc)) from None
 
@@ -151,14 +151,24 @@ def sglang_drafter_report(results):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def sglang_drafter_expected(sources, store_dir):
+    """The drafters of a run that fetches nothing: each source with the path of its copy in the store, if known."""
+    return _drafter_delivery.expected_drafters([dict(s) for s in sources or []], store_dir)
+
+
 def sglang_drafter_services(services, drafters):
-    """sglang_dflash_services with each entry's drafter replaced by its verified copy's path."""
+    """sglang_dflash_services with the drafter path of each entry that names a drafter source."""
     return _drafter_delivery.apply_to_services(list(services or []), list(drafters or []))
+
+
+def sglang_drafter_path(drafters, draft_model_path=None):
+    """The drafter path of every service without one of its own (sglang_dflash_drafter's copy, or the path)."""
+    return _drafter_delivery.role_path(list(drafters or []), draft_model_path)
 
 
 def sglang_drafter_lines(drafters, host):
     """The deploy summary's lines of a host's drafters."""
-    return _drafter_delivery.summary_lines(host, list(drafters or []))
+    return _messages.drafter_lines(host, list(drafters or []))
 
 
 class FilterModule(object):
@@ -186,6 +196,8 @@ class FilterModule(object):
             "sglang_rollout_summary": sglang_rollout_summary,
             "sglang_drafter_sources": sglang_drafter_sources,
             "sglang_drafter_report": sglang_drafter_report,
+            "sglang_drafter_expected": sglang_drafter_expected,
             "sglang_drafter_services": sglang_drafter_services,
+            "sglang_drafter_path": sglang_drafter_path,
             "sglang_drafter_lines": sglang_drafter_lines,
         }

@@ -403,6 +403,24 @@ class Store(object):
         return removed
 
 
+def store_copy(directory):
+    """What the store's manifest in a drafter directory says of it, read-only (the facts, the fleet report): None
+    where the directory is not a copy of the store; else its source, repo, revision, commit, when it was verified,
+    its files and bytes, and complete: every file it lists is there with its size (the digests were checked when it
+    was installed; sglang_drafter rehash=true reads them again)."""
+    manifest = Store.read_manifest(directory)
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return None
+    files = manifest["files"]
+    complete = all(os.path.isfile(os.path.join(directory, path))
+                   and os.path.getsize(os.path.join(directory, path)) == (spec or {}).get("size")
+                   for path, spec in files.items())
+    return {"source": manifest.get("source"), "repo": manifest.get("repo"), "revision": manifest.get("revision"),
+            "commit": manifest.get("commit") or manifest.get("revision"), "verified_at": manifest.get("verified_at"),
+            "files": len(files), "total_bytes": sum(int((spec or {}).get("size") or 0) for spec in files.values()),
+            "complete": complete}
+
+
 def _fsync_dir(path):
     try:
         fd = os.open(path, os.O_RDONLY)

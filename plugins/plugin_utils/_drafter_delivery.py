@@ -8,7 +8,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import posixpath
+import re
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.drafter_store import repo_dir_name
+
 ALL_SERVICES = "*"
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 class DrafterSourceError(Exception):
@@ -38,12 +44,23 @@ def source_key(source):
     return ("controller", source["src"].rstrip("/"))
 
 
-def drafter_sources(role_drafter, services):
+def drafter_sources(role_drafter, services, host=None, draft_model_path=None):
     """Unique sources, each with the services that use it (ALL_SERVICES: the role's own, for every service
-    that has no drafter or draft_model_path of its own)."""
+    that has no drafter or draft_model_path of its own). A source set wrong, or beside a drafter path, is refused
+    naming the host and where it was set."""
+    try:
+        return _sources(role_drafter, services, draft_model_path)
+    except DrafterSourceError as exc:
+        raise DrafterSourceError("host %s: %s" % (host, exc) if host else str(exc)) from None
+
+
+def _sources(role_drafter, services, draft_model_path):
     uses = []
     if role_drafter:
         _check_source(role_drafter, "sglang_dflash_drafter")
+        if draft_model_path:
+            raise DrafterSourceError("sglang_dflash_drafter and sglang_dflash_draft_model_path (%s) are both set; "
+                                     "set one of them" % draft_model_path)
         uses.append((dict(role_drafter), ALL_SERVICES))
     for index, entry in enumerate(services or []):
         if isinstance(entry, dict) and entry.get("drafter"):
@@ -81,30 +98,81 @@ def drafter_report(results):
     return out
 
 
+def store_path(source, store_dir):
+    """Where the verified copy of a source is in the store, where that is known without the mirror or the
+    controller: a repo at a pinned commit. A tag or branch is resolved by the mirror, and a controller directory
+    is named by its manifest's digest, both at the fetch."""
+    if source.get("repo") and _COMMIT.match(str(source.get("revision") or "")):
+        return posixpath.join(store_dir, repo_dir_name(source["repo"]), source["revision"])
+    return None
+
+
+def expected_drafters(sources, store_dir):
+    """The drafters of a run that fetches nothing (the fleet report): each source (drafter_sources') with the path
+    its verified copy has in the store, or None where only the fetch can tell."""
+    return [{"services": list(s["services"]), "source": "hub" if s["source"].get("repo") else "controller",
+             "repo": s["source"].get("repo") or s["source"].get("name") or posixpath.basename(
+                 str(s["source"].get("src") or "").rstrip("/")),
+             "revision": s["source"].get("revision"), "path": store_path(s["source"], store_dir), "verified": None}
+            for s in sources or []]
+
+
 def apply_to_services(services, drafters):
-    """sglang_dflash_services with each entry's drafter replaced by the path of its verified copy."""
+    """sglang_dflash_services with the draft_model_path of each entry that has a drafter of its own: the path of its
+    verified copy (drafters: drafter_report's, or expected_drafters'). The entry keeps its drafter: the plan's
+    settings say where the drafter came from."""
     by_service = {}
     for d in drafters or []:
         for name in d.get("services") or []:
-            by_service[name] = d["path"]
+            by_service[name] = d.get("path")
     out = []
     for entry in services or []:
         entry = dict(entry)
-        if entry.get("drafter") and entry.get("name") in by_service:
-            entry.pop("drafter")
+        if entry.get("drafter") and by_service.get(entry.get("name")):
             entry["draft_model_path"] = by_service[entry["name"]]
         out.append(entry)
     return out
 
 
-def summary_lines(host, drafters):
-    """Deploy summary lines: one per drafter source of the host."""
-    lines = []
+def role_path(drafters, draft_model_path=None):
+    """The drafter path of every service without one of its own: the copy of sglang_dflash_drafter (None where
+    only the fetch can tell), or sglang_dflash_draft_model_path."""
     for d in drafters or []:
-        services = ", ".join("every other service" if s == ALL_SERVICES else s for s in d.get("services") or [])
-        what = ("%s@%s" % (d.get("repo"), d.get("commit"))) if d.get("source") == "hub" else (
-            "%s (%s)" % (d.get("repo"), d.get("commit")))
-        lines.append("%s: drafter for %s: %s %s, %s bytes, %s, %s" % (
-            host, services, d.get("source"), what, d.get("size"), "verified" if d.get("verified") else "NOT verified",
-            ("fetched %s bytes" % d.get("bytes_transferred")) if d.get("changed") else "already there"))
-    return lines
+        if ALL_SERVICES in (d.get("services") or []):
+            return d.get("path")
+    return draft_model_path or None
+
+
+def drafter_state(settings, draft_model):
+    """The fleet report's drafter of one service: where it comes from and whether its verified copy is on the host.
+
+    settings: the service's plan settings (drafter: its source, draft_model_path: the path used); draft_model: what
+    the facts read there (dir_exists, store_copy: the store's manifest, module_utils/drafter_store.store_copy)."""
+    source = settings.get("drafter") or {}
+    draft_model = draft_model or {}
+    path = settings.get("draft_model_path")
+    copy = draft_model.get("store_copy") if path else None
+    present = bool(path) and bool(draft_model.get("dir_exists"))
+    if not source:
+        return {"source": "path", "path": path, "present": present, "verified": None,
+                "summary": "%s (on the host%s)" % (path, "" if present else ": missing")}
+    if source.get("repo"):
+        state = {"source": "hub", "repo": source["repo"], "revision": source.get("revision"), "path": path}
+        what = "hub %s@%s" % (source["repo"], source.get("revision"))
+    else:
+        state = {"source": "controller", "src": source.get("src"), "path": path}
+        what = "controller %s" % source.get("src")
+    verified = bool(copy and copy.get("complete") and (not source.get("repo") or source.get("revision") in (
+        copy.get("commit"), copy.get("revision"))))
+    state.update(present=present, verified=verified, size=(copy or {}).get("total_bytes"),
+                 verified_at=(copy or {}).get("verified_at"))
+    if not path:
+        state["summary"] = "%s: resolved when a deployment fetches it" % what
+    elif verified:
+        state["summary"] = "%s: verified copy present (%s bytes, verified %s)" % (what, state["size"],
+                                                                               state["verified_at"])
+    elif present:
+        state["summary"] = "%s: %s is not a complete verified copy (a deployment fetches it again)" % (what, path)
+    else:
+        state["summary"] = "%s: not on the host yet (a deployment, or playbooks/fetch_drafter.yml, fetches it)" % what
+    return state

@@ -4,6 +4,7 @@ serving a drafter repo made here (config.json + 4 MiB of safetensors, LFS object
 through the SSH connection's remote forward, as a GPU host without internet reaches the fleet's mirror.
 Runs after test_multi.py (file order): the first replica is switched, the second was rolled back."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -77,6 +78,12 @@ def services_with(source):
         {"name": "sglang@*", "drafter": source, "block_size": 16}]})
 
 
+def role_drafter(source, **more):
+    """sglang_dflash_drafter for every service of the host, in place of the scenario's drafter path (the role refuses
+    the two set together)."""
+    return json.dumps(dict({"sglang_dflash_drafter": source, "sglang_dflash_draft_model_path": None}, **more))
+
+
 def store_listing(host):
     return host.run("find %s /var/lib/gpufleet-small -printf '%%p %%s\\n' 2>/dev/null | sort" % STORE).stdout
 
@@ -99,10 +106,58 @@ def test_both_replicas_switch_onto_one_fetched_copy_and_a_rerun_changes_nothing(
     assert "verified, already there" in second.output
 
 
+def test_the_fleet_report_shows_each_services_drafter_and_whether_its_verified_copy_is_there(host, inventory, mirror,
+                                                                                             tmp_path):
+    """gather_facts.yml reads and never fetches: the store's copy of each service's pinned revision, or its absence
+    (which does not block the row: a deployment fetches it first)."""
+    fetched = {"repo": DRAFTER, "revision": mirror["commit"]}
+    elsewhere = {"repo": DRAFTER, "revision": "1" * 40}  # a commit no run fetched (the mirror is not asked)
+    services = json.loads(services_with(fetched))
+    services["sglang_dflash_services"][1]["drafter"] = elsewhere
+    proc = run(inventory, "gather_facts.yml", "-e", json.dumps(services), "-e",
+               "sglang_fleet_report_dir=%s" % tmp_path)
+    assert proc.returncode == 0, proc.output
+    assert recap_changed(proc.output, HOST) == 0
+    rows = dict((r["unit"], r) for r in json.loads((tmp_path / "fleet-report.json").read_text())["hosts"])
+    a, b = rows["sglang-qwen-a.service"]["drafter"], rows["sglang@qwen-b.service"]["drafter"]
+    path = "%s/%s/%s" % (STORE, DRAFTER.replace("/", "--"), mirror["commit"])
+    assert (a["source"], a["repo"], a["revision"], a["path"]) == ("hub", DRAFTER, mirror["commit"], path)
+    on_disk = host.check_output("find %s -type f ! -name .gpufleet-drafter.json -printf '%%s\\n'" % path).split()
+    assert (a["present"], a["verified"], a["size"]) == (True, True, sum(int(n) for n in on_disk)), a
+    assert (b["present"], b["verified"]) == (False, False), b
+    assert rows["sglang@qwen-b.service"]["status"] == "ready", rows["sglang@qwen-b.service"]["reasons"]
+    md = (tmp_path / "fleet-report.md").read_text()
+    assert "hub %s@%s: verified copy present (%d bytes, verified " % (DRAFTER, mirror["commit"], a["size"]) in md
+    assert "hub %s@%s: not on the host yet (a deployment, or playbooks/fetch_drafter.yml, fetches it)" % (
+        DRAFTER, "1" * 40) in md
+
+
+def test_a_controller_directory_is_pushed_over_ssh_verified_and_a_rerun_transfers_nothing(host, inventory, mirror,
+                                                                                          tmp_path):
+    src = tmp_path / "Qwen3.6-27B-DFlash-local"
+    src.mkdir()
+    with open(os.path.join(mirror["repo_dir"], "config.json"), "rb") as handle:
+        (src / "config.json").write_bytes(handle.read())
+    (src / "model.safetensors").write_bytes(os.urandom(1024 * 1024))
+    source = {"src": str(src), "name": "lab-pushed"}
+    first = run(inventory, "fetch_drafter.yml", "-e", role_drafter(source))
+    assert first.returncode == 0, first.output
+    copies = host.check_output("ls -d %s/lab-pushed/local-*/" % STORE).split()
+    assert len(copies) == 1, copies
+    for name in ("config.json", "model.safetensors"):
+        local = hashlib.sha256((src / name).read_bytes()).hexdigest()
+        assert host.check_output("sha256sum %s%s" % (copies[0], name)).split()[0] == local, name
+    assert "drafter for every other service: controller lab-pushed (local-" in first.output
+    assert ", verified, fetched %d bytes" % sum(f.stat().st_size for f in src.iterdir()) in first.output
+    again = run(inventory, "fetch_drafter.yml", "-e", role_drafter(source))
+    assert again.returncode == 0, again.output
+    assert recap_changed(again.output, HOST) == 0, again.output
+    assert "verified, already there" in again.output
+
+
 def test_a_revision_that_does_not_exist_is_refused_naming_repo_and_revision(inventory, mirror):
     missing = "0" * 40
-    proc = run(inventory, "fetch_drafter.yml", "-e", json.dumps({"sglang_dflash_drafter": {
-        "repo": DRAFTER, "revision": missing}}))
+    proc = run(inventory, "fetch_drafter.yml", "-e", role_drafter({"repo": DRAFTER, "revision": missing}))
     assert proc.returncode != 0
     # olah: HTTP 500 for a commit sha the repo does not have (a hub: 404); either way repo and revision are named.
     assert "revision %s of the repo %s (HTTP " % (missing, DRAFTER) in proc.output, proc.output
@@ -120,10 +175,9 @@ def small_disk():
 def test_a_full_disk_is_refused_before_anything_is_written(host, inventory, mirror, small_disk):
     assert host.run("df -B1 --output=size %s | tail -1" % small_disk).stdout.strip() == str(2 * 1024 * 1024)
     before = store_listing(host)
-    proc = run(inventory, "fetch_drafter.yml", "-e", json.dumps({
-        "sglang_dflash_drafter": {"repo": DRAFTER, "revision": mirror["commit"]},
-        "sglang_dflash_drafter_store_dir": "/var/lib/gpufleet-small/drafters",
-        "sglang_dflash_drafter_min_free_percent": 0}))
+    proc = run(inventory, "fetch_drafter.yml", "-e", role_drafter(
+        {"repo": DRAFTER, "revision": mirror["commit"]},
+        sglang_dflash_drafter_store_dir="/var/lib/gpufleet-small/drafters", sglang_dflash_drafter_min_free_percent=0))
     assert proc.returncode != 0
     assert "not enough disk space on %s for the drafter at /var/lib/gpufleet-small/drafters/" % HOST in proc.output
     assert "bytes free (filesystem of /var/lib/gpufleet-small)" in proc.output, proc.output
@@ -140,10 +194,8 @@ def test_a_corrupt_file_on_the_mirror_is_refused_with_its_name_and_both_digests(
         handle.seek(100)
         handle.write(b"\xff\xff\xff\xff")
     with open(obj, "rb") as handle:
-        import hashlib
         got = hashlib.sha256(handle.read()).hexdigest()
-    proc = run(inventory, "fetch_drafter.yml", "-e", json.dumps({"sglang_dflash_drafter": {
-        "repo": "lab/corrupt-dflash", "revision": commit}}))
+    proc = run(inventory, "fetch_drafter.yml", "-e", role_drafter({"repo": "lab/corrupt-dflash", "revision": commit}))
     assert proc.returncode != 0
     assert "model-00001-of-00001.safetensors of lab/corrupt-dflash" in proc.output, proc.output
     assert "sha256 %s, expected %s" % (got, expected) in proc.output
@@ -153,9 +205,9 @@ def test_a_corrupt_file_on_the_mirror_is_refused_with_its_name_and_both_digests(
 def test_a_transfer_killed_halfway_is_resumed_and_verified(host, inventory, mirror):
     commit = lab("repo", mirror["root"], "lab/resume-dflash", "16", "4", "2")
     base = "%s/lab--resume-dflash" % STORE
-    extra = json.dumps({"sglang_dflash_drafter": {"repo": "lab/resume-dflash", "revision": commit}})
-    slow = json.dumps({"sglang_dflash_drafter": {"repo": "lab/resume-dflash", "revision": commit},
-                       "sglang_dflash_drafter_bandwidth_limit": 256 * 1024})
+    extra = role_drafter({"repo": "lab/resume-dflash", "revision": commit})
+    slow = role_drafter({"repo": "lab/resume-dflash", "revision": commit},
+                        sglang_dflash_drafter_bandwidth_limit=256 * 1024)
     # 4 MiB at 256 KiB/s: killed (SIGKILL, no clean-up) once the first shard is in and the second under way.
     proc = subprocess.Popen(["ansible-playbook", "-i", inventory, os.path.join(REPO, "playbooks", "fetch_drafter.yml"),
                              "-e", slow], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -292,6 +292,20 @@ def test_controller_manifest_staged_then_verified(tmp_path):
     assert not again["changed"] and again["verified"]
 
 
+def test_store_copy_reads_the_manifest_of_a_copy_and_whether_every_file_is_there(tmp_path, hub):
+    result = _fetch(tmp_path, hub)
+    copy = ds.store_copy(result["path"])
+    assert copy["source"] == "hub" and copy["repo"] == result["repo"] and copy["commit"] == result["commit"]
+    assert copy["total_bytes"] == result["total_bytes"] and copy["files"] == result["files"] and copy["complete"]
+    with open(os.path.join(result["path"], "config.json"), "ab") as handle:
+        handle.write(b" ")
+    assert ds.store_copy(result["path"])["complete"] is False
+    os.unlink(os.path.join(result["path"], "config.json"))
+    assert ds.store_copy(result["path"])["complete"] is False
+    # A drafter directory someone copied by hand is not a copy of the store.
+    assert ds.store_copy(str(tmp_path)) is None
+
+
 def test_refuses_paths_that_leave_the_copy(tmp_path, hub):
     hub.files["../escape"] = b"x"
     with pytest.raises(ds.DrafterError, match="not a plain relative path"):
