@@ -193,8 +193,8 @@ model:
 draft_model:
   description:
     - The drafter's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
-    - C(store_copy), where the directory is a copy of the drafter store (M(gpufleet.sglang.sglang_drafter)): its
-      C(source), C(repo), C(revision), C(commit), C(verified_at), C(files), C(total_bytes), and C(complete) (every
+    - C(store_copy), where the directory is a copy of the drafter store of M(gpufleet.sglang.sglang_drafter), with
+      its C(source), C(repo), C(revision), C(commit), C(verified_at), C(files), C(total_bytes), and C(complete) (every
       file its manifest lists is there with its size); null otherwise.
   returned: when O(draft_model_path) is set
   type: dict
