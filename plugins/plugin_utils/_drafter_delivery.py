@@ -169,8 +169,8 @@ def drafter_state(settings, draft_model):
     if not path:
         state["summary"] = "%s: resolved when a deployment fetches it" % what
     elif verified:
-        state["summary"] = "%s: verified copy present (%s bytes, verified %s)" % (what, state["size"],
-                                                                               state["verified_at"])
+        state["summary"] = "%s: verified copy present (%s bytes, verified %s)" % (
+            what, state["size"], state["verified_at"])
     elif present:
         state["summary"] = "%s: %s is not a complete verified copy (a deployment fetches it again)" % (what, path)
     else:

@@ -45,4 +45,3 @@ def test_a_drafter_directory_that_is_not_there_is_refused_unless_a_source_fetche
     fetched = {"draft_model": {"path": "/d/config.json", "dir_exists": True, "config": DRAFTER}}
     assert host_drafter_problems(fetched, {"draft_model_path": "/d", "drafter": source, "block_size": 8}) == [
         "/d/config.json: the drafter was trained with block_size 16 but 8 was requested"]
-

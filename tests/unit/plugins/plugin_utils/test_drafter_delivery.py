@@ -85,8 +85,8 @@ COPY = {"source": "hub", "repo": HUB["repo"], "revision": HUB["revision"], "comm
      "hub lab/qwen-dflash@%s: not on the host yet (a deployment, or playbooks/fetch_drafter.yml, fetches it)"
      % HUB["revision"]),
 ])
-def test_the_reports_drafter_says_where_it_comes_from_and_whether_the_verified_copy_is_there(draft_model, verified,
-                                                                                           summary):
+def test_the_reports_drafter_says_where_it_comes_from_and_whether_its_verified_copy_is_there(
+        draft_model, verified, summary):
     state = dd.drafter_state({"drafter": HUB, "draft_model_path": PATH}, draft_model)
     assert state["source"] == "hub" and state["path"] == PATH and state["verified"] is verified
     assert summary in state["summary"]
