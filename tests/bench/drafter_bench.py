@@ -1,6 +1,6 @@
 """Benchmark the drafter's delivery (playbooks/fetch_drafter.yml) to N lab hosts from the lab's mirror.
 
-    .venv/bin/python tests/bench/drafter_bench.py [--hosts 32] [--forks 32] [--mb 4] [--keep]
+    .venv/bin/python tests/bench/drafter_bench.py [--hosts 32] [--forks 32] [--mb 4] [--repeat 3] [--keep]
 
 Lab nodes (tests/containers/build-node-image.sh) are started as podman containers, each with its SSH port published
 on 127.0.0.1 only. The lab's Hugging Face mirror (tests/containers/lab-olah.sh: olah, offline, on 127.0.0.1) serves
@@ -13,12 +13,20 @@ and verifies the drafter on every host, the second must transfer nothing. The la
 B: the bytes the hosts took from the mirror (the sum of each host's bytes_transferred); S: the first run's wall
 seconds divided by N (hosts fetch sglang_dflash_drafter_fetch_hosts at a time); C: changed tasks of the rerun,
 all hosts together (0 when no host transferred or changed anything). Not a test: nothing is asserted.
+
+The baseline: the same files fetched by the same ansible (forks, SSH options, become, pipelining) with curl on each
+host into a scratch directory: no manifest, no verification, no lock, no rename, no disk check. With --repeat R, each
+round removes the store (and the scratch directory) on every host first, then runs the baseline, the first fetch and
+the rerun; the line before the last gives the medians and the ratios to the baseline's median:
+
+    drafter medians hosts=N rounds=R baseline_s=... first_s=... rerun_s=... first/baseline=... rerun/baseline=...
 """
 
 import argparse
 import json
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,12 +71,33 @@ def fetch(inv, env, forks, commit):
     return wall, fetched, changed
 
 
+def baseline(inv, env, forks, commit, files):
+    """The same bytes with curl on each host (no verification, nothing atomic): the wall seconds."""
+    base = "http://127.0.0.1:%d/%s/resolve/%s/" % (MIRROR_PORT, DRAFTER, commit)
+    fetches = " ".join("-o %s %s%s" % (name, base, name) for name in files)
+    argv = ["ansible", "-i", str(inv), "all", "-f", str(forks), "-b", "-m", "ansible.builtin.shell", "-a",
+            "rm -rf /tmp/drafter-plain && mkdir -p /tmp/drafter-plain && cd /tmp/drafter-plain && "
+            "curl -fsSL --create-dirs %s" % fetches]
+    start = time.perf_counter()
+    proc = sh(argv, env=env, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit("the baseline failed:\n%s" % proc.stdout[-3000:])
+    return wall
+
+
+def clean(inv, env, forks):
+    sh(["ansible", "-i", str(inv), "all", "-f", str(forks), "-b", "-m", "ansible.builtin.shell", "-a",
+        "rm -rf /var/lib/gpufleet-sglang/drafters /tmp/drafter-plain"], env=env)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, default=32)
     parser.add_argument("--forks", type=int, default=32)
     parser.add_argument("--fetch-hosts", type=int, default=8, help="sglang_dflash_drafter_fetch_hosts")
     parser.add_argument("--mb", type=int, default=4, help="MiB of safetensors in the drafter repo")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds (store removed first); medians printed")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
     env, keys = lab_environment()
@@ -84,11 +113,22 @@ def main():
                     "-a", "timeout=180"], env=env, check=False)
         if reach.returncode != 0:
             sys.exit("lab nodes did not come up:\n%s" % reach.stdout[-3000:])
-        wall, fetched, _changed = fetch(inv, env, args.forks, commit)
-        _wall2, fetched2, changed2 = fetch(inv, env, args.forks, commit)
-        print("first run: %.1f s for %d hosts; rerun: %d bytes fetched" % (wall, args.hosts, fetched2))
+        files = sh(["git", "-C", work / "olah" / "mirrors" / "models" / DRAFTER, "ls-files"],
+                   env=env).stdout.split()
+        rounds = []
+        for _round in range(args.repeat):
+            clean(inv, env, args.forks)
+            plain = baseline(inv, env, args.forks, commit, files)
+            wall, fetched, _changed = fetch(inv, env, args.forks, commit)
+            wall2, fetched2, changed2 = fetch(inv, env, args.forks, commit)
+            rounds.append((plain, wall, wall2))
+            print("round %d: baseline %.1f s, first run %.1f s (%d bytes), rerun %.1f s (%d bytes fetched, "
+                  "changed=%d), %d hosts" % (len(rounds), plain, wall, fetched, wall2, fetched2, changed2, args.hosts))
+        plain, first, rerun = (statistics.median(r[i] for r in rounds) for i in range(3))
+        print("drafter medians hosts=%d rounds=%d baseline_s=%.1f first_s=%.1f rerun_s=%.1f first/baseline=%.2f "
+              "rerun/baseline=%.2f" % (args.hosts, len(rounds), plain, first, rerun, first / plain, rerun / plain))
         print("drafter hosts=%d bytes_from_mirror=%d per_host_s=%.2f rerun_changed=%d"
-              % (args.hosts, fetched, wall / args.hosts, changed2))
+              % (args.hosts, fetched, first / args.hosts, changed2))
     finally:
         subprocess.run([lab, "stop", str(work / "olah")], check=False)
         if not args.keep:
