@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery
+
 
 def refusal_message(plan, facts, host, algorithm):
     """Why this host cannot take the deployment: host, unit, release, every reason, and only what bears on them.
@@ -133,6 +135,7 @@ def rollout_summary(hostvars, hosts):
                                                       else [])
         for r in results:
             lines.extend(_service_lines(host, r))
+        lines.extend(drafter_lines(host, hv.get("sglang_dflash_drafters")))
         if hv.get("sglang_dflash_result"):
             continue
         outcome = hv.get("sglang_dflash_outcome") or {}
@@ -182,3 +185,18 @@ def _service_lines(host, r):
 
 def _or_dash(value):
     return "-" if value in (None, "") else value
+
+
+def drafter_lines(host, drafters):
+    """The deploy summary's lines of a host's drafters (sglang_dflash_drafters): one per source, with the services
+    that use it, the copy, and whether this run transferred it."""
+    lines = []
+    for d in drafters or []:
+        services = ", ".join("every other service" if s == _drafter_delivery.ALL_SERVICES else s
+                             for s in d.get("services") or [])
+        what = ("%s@%s" % (d.get("repo"), d.get("commit"))) if d.get("source") == "hub" else (
+            "%s (%s)" % (d.get("repo"), d.get("commit")))
+        lines.append("%s: drafter for %s: %s %s, %s bytes, %s, %s" % (
+            host, services, d.get("source"), what, d.get("size"), "verified" if d.get("verified") else "NOT verified",
+            ("fetched %s bytes" % d.get("bytes_transferred")) if d.get("changed") else "already there"))
+    return lines
