@@ -8,6 +8,8 @@
 #   tests/containers/lab-olah.sh stop DIR
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=tests/lab-daemon.sh
+. tests/lab-daemon.sh
 action=$1
 dir=$2
 git_lab() { git -C "$1" -c user.email=lab@gpufleet.invalid -c user.name=lab -c commit.gpgsign=false "${@:2}"; }
@@ -65,29 +67,11 @@ repos-path = "$dir/repos"
 [accessibility]
 offline = true
 TOML
-    # The session leader writes its own pid (stop signals that whole process group). No descriptor of the
-    # caller is kept open: a caller that reads this script's output to its end does not wait for olah.
-    cli="$PWD/.venv/bin/olah-cli"
-    # shellcheck disable=SC2016 # $$ and $0 are the inner shell's, not this one's
-    (cd "$dir" && HF_HUB_OFFLINE=1 exec setsid sh -c 'echo $$ >olah.pid; exec timeout 3600 "$0" -c olah.toml' \
-      "$cli") </dev/null >"$dir/olah.log" 2>&1 &
-    for _ in $(seq 1 50); do [ -s "$dir/olah.pid" ] && break; sleep 0.1; done
-    for _ in $(seq 1 150); do
-      if curl -s -m 5 -o /dev/null "http://127.0.0.1:$port/api/whoami-v2"; then exit 0; fi
-      sleep 0.2
-    done
-    echo "lab-olah: olah on 127.0.0.1:$port does not answer after 30 s (log: $dir/olah.log)" >&2
-    tail -20 "$dir/olah.log" >&2
-    exit 1 ;;
+    daemon_start "$dir/olah.pid" "$dir/olah.log" env HF_HUB_OFFLINE=1 "$PWD/.venv/bin/olah-cli" -c "$dir/olah.toml"
+    daemon_ready "lab-olah: olah on 127.0.0.1:$port" "$dir/olah.log" 30 \
+      curl -s -m 5 -o /dev/null "http://127.0.0.1:$port/api/whoami-v2" ;;
   stop)
-    if [ -f "$dir/olah.pid" ]; then
-      pid=$(cat "$dir/olah.pid")
-      # setsid made it a process group of its own: timeout and olah end together.
-      kill -- "-$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-      rm -f "$dir/olah.pid"
-    fi ;;
+    daemon_stop "$dir/olah.pid" ;;
   *) echo "usage: $0 repo DIR ORG/NAME [BLOCK] [MB] [SHARDS] | commit DIR ORG/NAME MSG | start DIR PORT | stop DIR" >&2
      exit 2 ;;
 esac

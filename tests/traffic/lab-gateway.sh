@@ -7,8 +7,8 @@
 # Health checks and retries are SMG's defaults (every 60 s, 3 failures; 5 retries): what a fleet runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# shellcheck source=tests/traffic/lab-daemon.sh
-. tests/traffic/lab-daemon.sh
+# shellcheck source=tests/lab-daemon.sh
+. tests/lab-daemon.sh
 action=$1
 dir=$2
 case "$action" in
@@ -22,7 +22,7 @@ case "$action" in
       --prometheus-host 127.0.0.1 --prometheus-port "$((port + 10))" \
       --control-plane-api-keys "lab-admin:Lab admin:admin:$key" \
       --disable-tokenizer-autoload --log-level info
-    daemon_ready "lab-gateway: SMG on 127.0.0.1:$port" "$dir/smg.log" \
+    daemon_ready "lab-gateway: SMG on 127.0.0.1:$port" "$dir/smg.log" 20 \
       curl -sf -o /dev/null "http://127.0.0.1:$port/readiness" ;;
   stop)
     daemon_stop "$dir/smg.pid" ;;

@@ -9,8 +9,8 @@
 # only and ends by itself after an hour at most.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# shellcheck source=tests/traffic/lab-daemon.sh
-. tests/traffic/lab-daemon.sh
+# shellcheck source=tests/lab-daemon.sh
+. tests/lab-daemon.sh
 action=$1
 dir=$2
 case "$action" in
@@ -33,7 +33,7 @@ case "$action" in
     /usr/sbin/haproxy -c -q -f "$dir/haproxy.cfg"
     daemon_start "$dir/haproxy.pid" "$dir/haproxy.log" /usr/sbin/haproxy -db -f "$dir/haproxy.cfg"
     # Ready once the Runtime API answers (the servers are UP once their health check passed: converge.yml waits).
-    daemon_ready "lab-haproxy: HAProxy on 127.0.0.1:$port (its stats socket)" "$dir/haproxy.log" \
+    daemon_ready "lab-haproxy: HAProxy on 127.0.0.1:$port (its stats socket)" "$dir/haproxy.log" 20 \
       test -S "$dir/admin.sock" ;;
   stop)
     daemon_stop "$dir/haproxy.pid"

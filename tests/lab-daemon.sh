@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by the scripts that start the lab's outside systems on 127.0.0.1 (lab-gateway.sh, lab-haproxy.sh):
+# Sourced by the scripts that start the lab's outside systems on 127.0.0.1 (tests/traffic/lab-gateway.sh,
+# lab-haproxy.sh, tests/containers/lab-olah.sh):
 # each runs in a process group of its own under `timeout 3600`, so it ends by itself after an hour at most,
 # and stopping it ends the whole group.
 
@@ -11,18 +12,20 @@ daemon_start() {
   echo $! >"$pidfile"
 }
 
-# daemon_ready WHAT LOG CHECK...: CHECK succeeds within 20 s; otherwise says that WHAT is not ready, with LOG's
-# last lines, and fails.
+# daemon_ready WHAT LOG SECONDS CHECK...: CHECK succeeds within SECONDS; otherwise says that WHAT is not ready,
+# with LOG's last lines, and fails.
 daemon_ready() {
-  local what=$1 log=$2
-  shift 2
-  for _ in $(seq 1 100); do
-    if "$@"; then return 0; fi
+  local what=$1 log=$2 seconds=$3 deadline
+  shift 3
+  deadline=$((SECONDS + seconds))
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      echo "$what is not ready after $seconds s (log: $log)" >&2
+      tail -20 "$log" >&2
+      return 1
+    fi
     sleep 0.2
   done
-  echo "$what is not ready after 20 s (log: $log)" >&2
-  tail -20 "$log" >&2
-  return 1
 }
 
 # daemon_stop PIDFILE: the group PIDFILE names is ended (TERM, KILL after 10 s) and PIDFILE removed.
