@@ -67,7 +67,8 @@ repos-path = "$dir/repos"
 [accessibility]
 offline = true
 TOML
-    daemon_start "$dir/olah.pid" "$dir/olah.log" env HF_HUB_OFFLINE=1 "$PWD/.venv/bin/olah-cli" -c "$dir/olah.toml"
+    # In DIR: olah writes its own logs under ./logs.
+    (cd "$dir" && daemon_start olah.pid olah.log env HF_HUB_OFFLINE=1 "$OLDPWD/.venv/bin/olah-cli" -c olah.toml)
     daemon_ready "lab-olah: olah on 127.0.0.1:$port" "$dir/olah.log" 30 \
       curl -s -m 5 -o /dev/null "http://127.0.0.1:$port/api/whoami-v2" ;;
   stop)
