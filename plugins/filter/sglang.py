@@ -11,10 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal import redact
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _drafter,
+    _drafter_delivery,
     _gpus,
     _messages,
     _plan,
@@ -133,6 +135,42 @@ def sglang_rollout_summary(hostvars, hosts):
     return _messages.rollout_summary(hostvars, hosts)
 
 
+def sglang_drafter_sources(role_drafter, services, host=None, draft_model_path=None):
+    """The unique drafter sources of a host, each with the services that use it (see _drafter_delivery)."""
+    try:
+        return _drafter_delivery.drafter_sources(role_drafter, list(services or []), host, draft_model_path)
+    except _drafter_delivery.DrafterSourceError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def sglang_drafter_report(results):
+    """One record per drafter source: services, source, repo, revision, commit, path, verified, size."""
+    try:
+        return _drafter_delivery.drafter_report([dict(r) for r in results or []])
+    except _drafter_delivery.DrafterSourceError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def sglang_drafter_expected(sources, store_dir):
+    """The drafters of a run that fetches nothing: each source with the path of its copy in the store, if known."""
+    return _drafter_delivery.expected_drafters([dict(s) for s in sources or []], store_dir)
+
+
+def sglang_drafter_services(services, drafters):
+    """sglang_dflash_services with the drafter path of each entry that names a drafter source."""
+    return _drafter_delivery.apply_to_services(list(services or []), list(drafters or []))
+
+
+def sglang_drafter_path(drafters, draft_model_path=None):
+    """The drafter path of every service without one of its own (sglang_dflash_drafter's copy, or the path)."""
+    return _drafter_delivery.role_path(list(drafters or []), draft_model_path)
+
+
+def sglang_drafter_lines(drafters, host):
+    """The deploy summary's lines of a host's drafters."""
+    return _messages.drafter_lines(host, list(drafters or []))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -156,4 +194,10 @@ class FilterModule(object):
             "sglang_fleet_rows": sglang_fleet_rows,
             "sglang_rollout_stopped": sglang_rollout_stopped,
             "sglang_rollout_summary": sglang_rollout_summary,
+            "sglang_drafter_sources": sglang_drafter_sources,
+            "sglang_drafter_report": sglang_drafter_report,
+            "sglang_drafter_expected": sglang_drafter_expected,
+            "sglang_drafter_services": sglang_drafter_services,
+            "sglang_drafter_path": sglang_drafter_path,
+            "sglang_drafter_lines": sglang_drafter_lines,
         }

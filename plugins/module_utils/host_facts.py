@@ -28,6 +28,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
     python_package,
     release_limits,
 )
+from ansible_collections.gpufleet.sglang.plugins.module_utils.drafter_store import store_copy
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.service_environment import (
     PYTHON_VARIABLES,
@@ -286,6 +287,9 @@ class _Run(object):
             if path:
                 entry = read_json_file(os.path.join(path, "config.json"))
                 entry["dir_exists"] = os.path.isdir(path)
+                if key == "draft_model_path":
+                    # A copy of the drafter store (sglang_drafter): its manifest, read-only.
+                    entry["store_copy"] = store_copy(path) if entry["dir_exists"] else None
                 facts[key.replace("_path", "")] = entry
         facts.update((k, v) for k, v in self.host.items() if k != "gpus")
         _managed_files(facts, params)

@@ -191,7 +191,11 @@ model:
   returned: when O(model_path) is set or the unit's command names a model directory
   type: dict
 draft_model:
-  description: The drafter's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
+  description:
+    - The drafter's config.json (C(config)) or why it cannot be read (C(error)), and C(dir_exists).
+    - C(store_copy), where the directory is a copy of the drafter store of M(gpufleet.sglang.sglang_drafter), with
+      its C(source), C(repo), C(revision), C(commit), C(verified_at), C(files), C(total_bytes), and C(complete) (every
+      file its manifest lists is there with its size); null otherwise.
   returned: when O(draft_model_path) is set
   type: dict
 user_exists:

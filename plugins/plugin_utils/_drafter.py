@@ -89,6 +89,10 @@ def drafter_problems(config, requested_block_size, target_config=None):
 def host_drafter_problems(facts, settings):
     """The drafter directory and config.json the host reported, checked against the target model, as problems."""
     drafter = facts.get("draft_model") or {}
+    if settings.get("drafter") and (not settings.get("draft_model_path") or not drafter.get("dir_exists", True)):
+        # Not fetched yet (only a run that fetches nothing sees this: the fleet report). A deployment fetches the
+        # source first (tasks/drafter.yml), and these checks then read the verified copy's config.json.
+        return []
     path = drafter.get("path") or os.path.join(settings.get("draft_model_path") or "?", "config.json")
     if not drafter.get("dir_exists", True):
         return ["drafter directory %s does not exist on this host (sglang_dflash_draft_model_path)"

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery
+
 
 def refusal_message(plan, facts, host, algorithm):
     """Why this host cannot take the deployment: host, unit, release, every reason, and only what bears on them.
@@ -136,6 +138,7 @@ def rollout_summary(hostvars, hosts):
         canary = hv.get("sglang_dflash_canary_result") or {}
         if canary.get("action") == "continue":  # a failed or held canary's message is the host's FAILED line
             lines.append("  %s" % str(canary.get("message") or "")[:600])
+        lines.extend(drafter_lines(host, hv.get("sglang_dflash_drafters")))
         if hv.get("sglang_dflash_result"):
             continue
         outcome = hv.get("sglang_dflash_outcome") or {}
@@ -185,3 +188,18 @@ def _service_lines(host, r):
 
 def _or_dash(value):
     return "-" if value in (None, "") else value
+
+
+def drafter_lines(host, drafters):
+    """The deploy summary's lines of a host's drafters (sglang_dflash_drafters): one per source, with the services
+    that use it, the copy, and whether this run transferred it."""
+    lines = []
+    for d in drafters or []:
+        services = ", ".join("every other service" if s == _drafter_delivery.ALL_SERVICES else s
+                             for s in d.get("services") or [])
+        what = ("%s@%s" % (d.get("repo"), d.get("commit"))) if d.get("source") == "hub" else (
+            "%s (%s)" % (d.get("repo"), d.get("commit")))
+        lines.append("%s: drafter for %s: %s %s, %s bytes, %s, %s" % (
+            host, services, d.get("source"), what, d.get("size"), "verified" if d.get("verified") else "NOT verified",
+            ("fetched %s bytes" % d.get("bytes_transferred")) if d.get("changed") else "already there"))
+    return lines

@@ -18,6 +18,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways import se
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import same_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter_delivery import drafter_state
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import why_not
@@ -148,7 +149,7 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
                             % ("failed while gathering" if reached else "was unreachable")],
                 "facts": None, "flag_names": {}, "changes": None, "algorithm": algorithm or "DFLASH",
                 "why_not": "other",
-                "gateway": None, "switch": None}
+                "gateway": None, "switch": None, "drafter": None}
     shown = dict((k, v) for k, v in facts.items() if k not in _FACTS_NOT_IN_ROW)
     shown["flags"] = dict((k, v) for k, v in (facts.get("flags") or {}).items() if k != "list")
     service = facts.get("service") or {}
@@ -163,7 +164,8 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
             "reasons": list(plan.get("errors") or []), "why_not": why_not(plan),
             "algorithm": algorithm, "mode": plan.get("mode"),
             "flag_names": plan.get("flag_names"), "changes": plan.get("changes"), "gateway": plan.get("gateway"),
-            "switch": plan.get("switch_state") or switch_state(facts, plan), "facts": shown}
+            "switch": plan.get("switch_state") or switch_state(facts, plan),
+            "drafter": drafter_state(plan.get("settings") or {}, facts.get("draft_model")), "facts": shown}
 
 
 def host_rows(host, facts_result, raw_settings):

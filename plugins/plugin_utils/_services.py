@@ -20,7 +20,7 @@ PER_SERVICE_SETTINGS = (
     "draft_window_size", "ddtree_budget", "fallback_algorithm", "speed_probe", "speed_probe_prompts",
     "speed_probe_max_new_tokens", "min_accept_length", "min_speedup", "host", "port", "tp_size", "extra_args",
     "environment", "require_free_gpus", "health_timeout", "limit_nofile", "drain_timeout", "stop_drain",
-    "gateway_worker_url",
+    "gateway_worker_url", "drafter",
 )
 
 

@@ -121,8 +121,9 @@ def _nullable_strings(settings):
 def _shapes(settings):
     """Required values, choices, lists and mappings, URLs, the gates that need the speed probe."""
     problems = []
-    if not settings.get("draft_model_path"):
-        problems.append(DRAFTER_REQUIRED + " (the drafter directory on the host)")
+    if not settings.get("draft_model_path") and not settings.get("drafter"):
+        problems.append(DRAFTER_REQUIRED + " (the drafter directory on the host), or sglang_dflash_drafter (where "
+                        "it comes from)")
     if settings.get("algorithm") not in ("DFLASH", "DDTREE"):
         problems.append("sglang_dflash_algorithm must be DFLASH or DDTREE, not %r" % settings.get("algorithm"))
     if settings.get("fallback_algorithm") not in (None, "DFLASH"):

@@ -37,24 +37,26 @@ elif [ "$(label gpufleet.lab)" != "$want" ]; then
   echo "lab: $name was made by ${made_by:-an older script, checkout unknown} with $why; making it again" >&2
   start_container
 fi
-# ready_within SECONDS: the container's systemd is up and ops logs in over the published port with the
-# lab key, within SECONDS (a busy 2-core machine running other suites boots a container slowly).
+# ready_within SECONDS: ops logs in over the published port with the lab key within SECONDS (a busy 2-core
+# machine running other suites boots a container slowly). Then systemd gets the rest of the time to settle.
 ready_within() {
-  local deadline=$((SECONDS + $1)) state
-  while ((SECONDS < deadline)); do
-    state=$(podman exec "$name" systemctl is-system-running 2>/dev/null || true)
-    case "$state" in
-      running|degraded)
-        ssh -q -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no \
-          -o ConnectTimeout=10 -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true 2>/dev/null && return 0 ;;
-    esac
+  local deadline=$((SECONDS + $1))
+  until ssh -q -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no -o ConnectTimeout=10 \
+      -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true 2>/dev/null; do
+    ((SECONDS < deadline)) || return 1
     sleep 1
   done
-  return 1
+  while ((SECONDS < deadline)); do
+    case "$(podman exec "$name" systemctl is-system-running 2>/dev/null)" in running|degraded) break ;; esac
+    sleep 1
+  done
+  return 0
 }
 
 # Why ops cannot log in, in the order it is checked: the container, its systemd, sshd inside, the port, the key.
-explain() {
+# A subshell without -e: a failing probe is what it reports.
+explain() (
+  set +e
   echo "lab: $name does not accept SSH as ops on 127.0.0.1:$port with $keys/id_ed25519" >&2
   echo "  container: $(podman container inspect "$name" --format '{{.State.Status}}' 2>&1)" \
     "ports: $(podman port "$name" 2>&1 | tr '\n' ' ')" >&2
@@ -66,7 +68,7 @@ explain() {
   ssh -v -i "$keys/id_ed25519" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no -o ConnectTimeout=10 \
     -o UserKnownHostsFile=/dev/null ops@127.0.0.1 true 2>&1 | tail -n 6 | sed 's/^/    /' >&2
   podman exec "$name" journalctl -u ssh.service --no-pager -n 8 2>&1 | sed 's/^/    /' >&2
-}
+)
 
 podman start "$name" >/dev/null
 # Seen after a host restart: podman says "running" but cannot exec in the container. Make it again.

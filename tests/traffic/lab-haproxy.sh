@@ -9,6 +9,8 @@
 # only and ends by itself after an hour at most.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=tests/lab-daemon.sh
+. tests/lab-daemon.sh
 action=$1
 dir=$2
 case "$action" in
@@ -29,24 +31,12 @@ case "$action" in
       done
     } >"$dir/haproxy.cfg"
     /usr/sbin/haproxy -c -q -f "$dir/haproxy.cfg"
-    setsid timeout 3600 /usr/sbin/haproxy -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
-    echo $! >"$dir/haproxy.pid"
+    daemon_start "$dir/haproxy.pid" "$dir/haproxy.log" /usr/sbin/haproxy -db -f "$dir/haproxy.cfg"
     # Ready once the Runtime API answers (the servers are UP once their health check passed: converge.yml waits).
-    for _ in $(seq 1 100); do
-      if [ -S "$dir/admin.sock" ]; then exit 0; fi
-      sleep 0.2
-    done
-    echo "lab-haproxy: HAProxy on 127.0.0.1:$port has no stats socket after 20 s (log: $dir/haproxy.log)" >&2
-    tail -20 "$dir/haproxy.log" >&2
-    exit 1 ;;
+    daemon_ready "lab-haproxy: HAProxy on 127.0.0.1:$port (its stats socket)" "$dir/haproxy.log" 20 \
+      test -S "$dir/admin.sock" ;;
   stop)
-    if [ -f "$dir/haproxy.pid" ]; then
-      pid=$(cat "$dir/haproxy.pid")
-      # setsid made it a process group of its own: timeout and HAProxy end together.
-      kill -- "-$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-      rm -f "$dir/haproxy.pid" "$dir/admin.sock"
-    fi ;;
+    daemon_stop "$dir/haproxy.pid"
+    rm -f "$dir/admin.sock" ;;
   *) echo "usage: $0 start DIR PORT NAME=WORKER_URL... | stop DIR" >&2; exit 2 ;;
 esac

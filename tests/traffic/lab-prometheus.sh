@@ -8,6 +8,8 @@
 # the metrics URL's host and port). It ends by itself after an hour at most, as the lab gateway does.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=tests/lab-daemon.sh
+. tests/lab-daemon.sh
 action=$1
 dir=$2
 case "$action" in
@@ -29,25 +31,11 @@ scrape_configs:
     static_configs:
       - targets: ['$gateway']
 CONFIG
-    NO_PROXY=127.0.0.1,localhost setsid timeout 3600 prometheus --config.file="$dir/prometheus.yml" \
-      --web.listen-address="127.0.0.1:$port" --storage.tsdb.path="$dir/data" \
-      --storage.tsdb.retention.time=2h >"$dir/prometheus.log" 2>&1 &
-    echo $! >"$dir/prometheus.pid"
-    for _ in $(seq 1 100); do
-      if curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready"; then exit 0; fi
-      sleep 0.2
-    done
-    echo "lab-prometheus: Prometheus on 127.0.0.1:$port is not ready after 20 s (log: $dir/prometheus.log)" >&2
-    tail -20 "$dir/prometheus.log" >&2
-    exit 1 ;;
+    daemon_start "$dir/prometheus.pid" "$dir/prometheus.log" prometheus --config.file="$dir/prometheus.yml" \
+      --web.listen-address="127.0.0.1:$port" --storage.tsdb.path="$dir/data" --storage.tsdb.retention.time=2h
+    daemon_ready "lab-prometheus: Prometheus on 127.0.0.1:$port" "$dir/prometheus.log" 20 \
+      curl -sf -o /dev/null "http://127.0.0.1:$port/-/ready" ;;
   stop)
-    if [ -f "$dir/prometheus.pid" ]; then
-      pid=$(cat "$dir/prometheus.pid")
-      # setsid made it a process group of its own: timeout and Prometheus end together.
-      kill -- "-$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -9 -- "-$pid" 2>/dev/null || true
-      rm -f "$dir/prometheus.pid"
-    fi ;;
+    daemon_stop "$dir/prometheus.pid" ;;
   *) echo "usage: $0 start DIR PORT GATEWAY_METRICS_HOSTPORT WORKER_HOSTPORT... | stop DIR" >&2; exit 2 ;;
 esac

@@ -1,6 +1,10 @@
 """The drafter's config.json checks and the server's confirmation (plugin_utils/_drafter.py)."""
 
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter import confirm_server_info, drafter_problems
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter import (
+    confirm_server_info,
+    drafter_problems,
+    host_drafter_problems,
+)
 
 DRAFTER = {"architectures": ["DFlashDraftModel"], "num_hidden_layers": 5,
            "dflash_config": {"block_size": 16, "target_layer_ids": [1, 16, 31], "mask_token_id": 151669}}
@@ -27,3 +31,17 @@ def test_server_info_confirmation():
     assert confirm_server_info({"speculative_algorithm": "DFLASH", "speculative_dflash_block_size": 16}, expected) == []
     assert confirm_server_info({"speculative_algorithm": None, "speculative_dflash_block_size": "16"}, expected) == [
         ["speculative_algorithm", "DFLASH", None]]
+
+
+def test_a_drafter_directory_that_is_not_there_is_refused_unless_a_source_fetches_it_first():
+    missing = {"draft_model": {"path": "/d/config.json", "dir_exists": False}}
+    assert host_drafter_problems(missing, {"draft_model_path": "/d"}) == [
+        "drafter directory /d does not exist on this host (sglang_dflash_draft_model_path)"]
+    # Only a run that fetches nothing sees a source's copy missing (the fleet report): a deployment fetches it
+    # first, and the checks read the copy's config.json.
+    source = {"repo": "lab/qwen-dflash", "revision": "a" * 40}
+    assert host_drafter_problems(missing, {"draft_model_path": "/d", "drafter": source}) == []
+    assert host_drafter_problems({}, {"draft_model_path": None, "drafter": {"src": "/srv/d"}}) == []
+    fetched = {"draft_model": {"path": "/d/config.json", "dir_exists": True, "config": DRAFTER}}
+    assert host_drafter_problems(fetched, {"draft_model_path": "/d", "drafter": source, "block_size": 8}) == [
+        "/d/config.json: the drafter was trained with block_size 16 but 8 was requested"]

@@ -2,6 +2,7 @@
 summary. The refusals are tested with the plan (test_plan.py)."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
+    drafter_lines,
     gpus_busy_message,
     plan_lines,
     rollback_message,
@@ -51,6 +52,26 @@ def test_rollout_summary_lines():
     hostvars["b"]["sglang_dflash_canary_result"] = {"action": "rollback", "message": "the canary failed, y"}
     lines = rollout_summary(hostvars, ["a", "b"])
     assert "  the canary passed, x" in lines and not any("the canary failed" in line for line in lines)
+
+
+DRAFTER = {"services": ["*", "sglang@*"], "source": "hub", "repo": "lab/qwen-dflash", "revision": "a" * 40,
+           "commit": "a" * 40, "path": "/var/lib/gpufleet-sglang/drafters/lab--qwen-dflash/" + "a" * 40,
+           "verified": True, "size": 4194550, "files": 4, "bytes_transferred": 4194550, "changed": True}
+
+
+def test_the_drafter_lines_say_the_services_the_copy_and_what_this_run_transferred():
+    assert drafter_lines("gpu-07", [DRAFTER]) == [
+        "gpu-07: drafter for every other service, sglang@*: hub lab/qwen-dflash@%s, 4194550 bytes, verified, "
+        "fetched 4194550 bytes" % ("a" * 40)]
+    pushed = dict(DRAFTER, services=["sglang-b"], source="controller", repo="qwen", commit="local-0123456789abcdef",
+                  changed=False, bytes_transferred=0)
+    assert drafter_lines("gpu-07", [pushed]) == [
+        "gpu-07: drafter for sglang-b: controller qwen (local-0123456789abcdef), 4194550 bytes, verified, "
+        "already there"]
+    # After the rollout, each host's drafters follow its services' lines.
+    lines = rollout_summary({"gpu-07": {"sglang_dflash_drafters": [DRAFTER],
+                                        "sglang_dflash_outcome": {"state": "failed", "reason": "x"}}}, ["gpu-07"])
+    assert lines == drafter_lines("gpu-07", [DRAFTER]) + ["gpu-07: FAILED: x"]
 
 
 def test_the_rollback_message_says_where_the_host_is_in_rotation():

@@ -152,6 +152,28 @@ def test_host_rows_judge_each_selected_service_with_the_deployment_plan():
     assert rows[0] == fleet_row("gpu-1", first, deployment_plan(first, settings), "DFLASH")
 
 
+def test_each_row_says_where_its_drafter_comes_from_and_whether_its_verified_copy_is_there():
+    path = "/var/lib/gpufleet-sglang/drafters/lab--qwen-dflash/" + "a" * 40
+    source = {"repo": "lab/qwen-dflash", "revision": "a" * 40}
+    copy = {"source": "hub", "repo": "lab/qwen-dflash", "revision": "a" * 40, "commit": "a" * 40,
+            "verified_at": "2026-12-06T07:00:00Z", "files": 4, "total_bytes": 4194550, "complete": True}
+    fetched = facts_for(NEXTN, draft_model=dict(facts_for(NEXTN)["draft_model"], path=path + "/config.json",
+                                                store_copy=copy))
+    row = host_rows("gpu-1", fetched, dict(SETTINGS, draft_model_path=path, drafter=source))[0]
+    assert row["status"] == "ready" and row["drafter"]["verified"] is True
+    assert row["drafter"]["summary"].startswith("hub lab/qwen-dflash@%s: verified copy present" % ("a" * 40))
+    # Not fetched yet: the report says so and does not block the host (a deployment fetches it first).
+    missing = facts_for(NEXTN, draft_model={"path": path + "/config.json", "dir_exists": False,
+                                            "error": "no such file", "store_copy": None})
+    row = host_rows("gpu-1", missing, dict(SETTINGS, draft_model_path=path, drafter=source))[0]
+    assert row["status"] == "ready", row["reasons"]
+    assert (row["drafter"]["present"], row["drafter"]["verified"]) == (False, False)
+    assert "not on the host yet" in row["drafter"]["summary"]
+    # A plain drafter path: the path and whether it is there.
+    plain = host_rows("gpu-1", facts_for(NEXTN), SETTINGS)[0]
+    assert plain["drafter"]["source"] == "path" and plain["drafter"]["present"] is True
+
+
 def test_host_rows_of_a_failed_facts_module_is_one_blocked_row_with_its_message():
     result = {"failed": True, "msg": "host gpu-1: timeout must be greater than 0, not 0"}
     rows = host_rows("gpu-1", result, SETTINGS)

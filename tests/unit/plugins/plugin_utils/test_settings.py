@@ -15,6 +15,15 @@ def test_extra_vars_strings_are_converted():
     assert settings["tp_size"] is None  # unset integers are None
 
 
+def test_a_drafter_source_stands_for_the_drafter_path():
+    source = {"repo": "lab/qwen-dflash", "revision": "a" * 40}
+    _settings, problems = normalize_settings(dict(VALID, draft_model_path=None, drafter=source))
+    assert problems == []
+    _settings, problems = normalize_settings(dict(VALID, draft_model_path=None))
+    assert problems == ["sglang_dflash_draft_model_path is required (the drafter directory on the host), or "
+                        "sglang_dflash_drafter (where it comes from)"]
+
+
 @pytest.mark.parametrize("change, problem", [
     ({"block_size": "sixteen"}, "sglang_dflash_block_size must be an integer, not 'sixteen'"),
     ({"port": 70000}, "sglang_dflash_port must be between 1 and 65535, not 70000"),
