@@ -72,11 +72,13 @@ def verdict(output):
 
 
 def probe_speedups(output):
-    """The one-client speed-up and the one at the highest level, from the speed summary ('(4.12x)', 'at
-    concurrency 8: 0.61x')."""
-    alone = re.search(r"tokens/s [0-9.]+ -> [0-9.]+ \(([0-9.]+)x\)", output)
-    loaded = re.findall(r"at concurrency (\d+): ([0-9.]+)x", output)
-    return (float(alone.group(1)) if alone else None), (float(loaded[-1][1]) if loaded else None)
+    """The one-client speed-up and the one at the highest level of the switch's speed summary ('(4.12x)', 'at
+    concurrency 8: 0.37x'): the first summary of the run (a rollback's revert measures the way back after it)."""
+    summary = re.search(r"tokens/s [0-9.]+ -> [0-9.]+ \(([0-9.]+)x\)[^\n\"]*", output)
+    if not summary:
+        return None, None
+    loaded = re.findall(r"at concurrency (\d+): ([0-9.]+)x", summary.group(0))
+    return float(summary.group(1)), (float(loaded[-1][1]) if loaded else None)
 
 
 def main():
