@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
+from lab_nodes import lab_environment, sh, start_nodes, write_inventory  # noqa: E402
 
 PREFIX = "gpufleet-drafterbench-"
 FIRST_PORT = 23400
@@ -46,16 +46,11 @@ DRAFTER = "lab/bench-dflash"
 
 def inventory(path, names, keys, fetch_hosts):
     hosts = dict((name, {"ansible_port": FIRST_PORT + i}) for i, name in enumerate(names))
-    group_vars = {
-        "ansible_host": "127.0.0.1", "ansible_user": "ops", "ansible_become": True,
-        "ansible_ssh_private_key_file": "%s/id_ed25519" % keys, "ansible_pipelining": True,
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
-                                   "-R 127.0.0.1:%d:127.0.0.1:%d" % (MIRROR_PORT, MIRROR_PORT),
-        "ansible_python_interpreter": "auto_silent",
+    # The nodes reach the controller's mirror through the SSH connection (-R).
+    write_inventory(path, hosts, keys, {
         "sglang_dflash_drafter_endpoint": "http://127.0.0.1:%d" % MIRROR_PORT,
         "sglang_dflash_drafter_fetch_hosts": fetch_hosts,
-    }
-    path.write_text(json.dumps({"all": {"children": {"gpu_inference": {"hosts": hosts, "vars": group_vars}}}}))
+    }, ssh_args="-R 127.0.0.1:%d:127.0.0.1:%d" % (MIRROR_PORT, MIRROR_PORT))
 
 
 def fetch(inv, env, forks, commit):

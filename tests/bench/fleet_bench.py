@@ -38,7 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
-from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
+from lab_nodes import STANDIN_VARS, lab_environment, sh, start_nodes, write_inventory  # noqa: E402
 
 FIRST_PORT = 22300
 PREFIX = "gpufleet-bench-"
@@ -90,19 +90,9 @@ def kernel_limits():
 
 def inventory(path, names, keys, method, extra=None):
     hosts = dict((name, {"ansible_port": FIRST_PORT + i}) for i, name in enumerate(names))
-    group_vars = {
-        "ansible_host": "127.0.0.1", "ansible_user": "ops", "ansible_become": True,
-        "ansible_ssh_private_key_file": "%s/id_ed25519" % keys, "ansible_pipelining": True,
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-        "ansible_python_interpreter": "auto_silent",
-        "gpufleet_lab_start_services": False, "gpufleet_lab_gpus": "h100x8.gpus.csv",
-        "sglang_dflash_launcher_module": "gpufleet_standin", "sglang_dflash_flags_method": method,
-        "sglang_dflash_model_path": "/models/Qwen3.6-27B",
-        "sglang_dflash_draft_model_path": "/models/Qwen3.6-27B-DFlash",
-        "sglang_dflash_stop_units": ["train-qwen.service"],
-    }
+    group_vars = dict(STANDIN_VARS, gpufleet_lab_start_services=False, sglang_dflash_flags_method=method)
     group_vars.update(extra or {})
-    path.write_text(json.dumps({"all": {"children": {"gpu_inference": {"hosts": hosts, "vars": group_vars}}}}))
+    write_inventory(path, hosts, keys, group_vars)
 
 
 class CpuMeter:

@@ -1,11 +1,19 @@
 """What the benchmarks share: running a command, and lab nodes as podman containers reached over SSH."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The stand-in server's setting on a lab node, as the README's lab has it: its GPUs, the model, the drafter,
+# the training job that holds the GPUs.
+STANDIN_VARS = {
+    "gpufleet_lab_gpus": "h100x8.gpus.csv", "sglang_dflash_launcher_module": "gpufleet_standin",
+    "sglang_dflash_model_path": "/models/Qwen3.6-27B", "sglang_dflash_draft_model_path": "/models/Qwen3.6-27B-DFlash",
+    "sglang_dflash_stop_units": ["train-qwen.service"],
+}
 
 
 def sh(argv, env=None, check=True):
@@ -47,3 +55,16 @@ def lab_environment():
     env["ANSIBLE_COLLECTIONS_PATH"] = sh([REPO / "scripts" / "install-collection.sh", REPO / ".cache" / "collections"],
                                          env=env).stdout.strip()
     return env, keys
+
+
+def write_inventory(path, hosts, keys, group_vars, ssh_args=""):
+    """A JSON inventory of the group gpu_inference: HOSTS (name: host vars) reached as a fleet is, ops over SSH
+    on 127.0.0.1 with the lab's key and become, and GROUP_VARS; SSH_ARGS are added to SSH's options."""
+    common_args = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null" + (" " + ssh_args if ssh_args else "")
+    group = {
+        "ansible_host": "127.0.0.1", "ansible_user": "ops", "ansible_become": True,
+        "ansible_ssh_private_key_file": "%s/id_ed25519" % keys, "ansible_pipelining": True,
+        "ansible_ssh_common_args": common_args, "ansible_python_interpreter": "auto_silent",
+    }
+    group.update(group_vars)
+    path.write_text(json.dumps({"all": {"children": {"gpu_inference": {"hosts": hosts, "vars": group}}}}))

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
-from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
+from lab_nodes import STANDIN_VARS, lab_environment, sh, start_nodes, write_inventory  # noqa: E402
 from test_fleet_report_html import chromium  # noqa: E402
 
 FIRST_PORT = 22500
@@ -47,18 +47,8 @@ def inventory(path, names, keys, unreachable):
     hosts = dict((name, dict(host_vars(i), ansible_port=FIRST_PORT + i)) for i, name in enumerate(names))
     for j in range(unreachable):  # inventory hosts no node answers (a port nothing listens on)
         hosts["%s%02d" % (PREFIX, len(names) + j)] = {"ansible_port": FIRST_PORT + len(names) + j}
-    group_vars = {
-        "ansible_host": "127.0.0.1", "ansible_user": "ops", "ansible_become": True,
-        "ansible_ssh_private_key_file": "%s/id_ed25519" % keys, "ansible_pipelining": True,
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=5",
-        "ansible_python_interpreter": "auto_silent",
-        "gpufleet_lab_start_services": False, "gpufleet_lab_gpus": "h100x8.gpus.csv",
-        "sglang_dflash_launcher_module": "gpufleet_standin",
-        "sglang_dflash_model_path": "/models/Qwen3.6-27B",
-        "sglang_dflash_draft_model_path": "/models/Qwen3.6-27B-DFlash",
-        "sglang_dflash_stop_units": ["train-qwen.service"],
-    }
-    path.write_text(json.dumps({"all": {"children": {"gpu_inference": {"hosts": hosts, "vars": group_vars}}}}))
+    write_inventory(path, hosts, keys, dict(STANDIN_VARS, gpufleet_lab_start_services=False),
+                    ssh_args="-o ConnectTimeout=5")
 
 
 def main():

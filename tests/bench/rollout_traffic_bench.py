@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "tests" / "traffic"))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from lab import under_load  # noqa: E402
-from lab_nodes import lab_environment, sh, start_nodes  # noqa: E402
+from lab_nodes import STANDIN_VARS, lab_environment, sh, start_nodes, write_inventory  # noqa: E402
 
 PREFIX = "gpufleet-traffic-bench-"
 FIRST_SSH_PORT, FIRST_API_PORT, GATEWAY_PORT = 22400, 31400, 30280
@@ -60,19 +60,10 @@ def inventory(path, names, keys):
     hosts = dict((name, {"ansible_port": FIRST_SSH_PORT + i,
                          "sglang_dflash_gateway_worker_url": "http://127.0.0.1:%d" % (FIRST_API_PORT + i)})
                  for i, name in enumerate(names))
-    group_vars = {
-        "ansible_host": "127.0.0.1", "ansible_user": "ops", "ansible_become": True,
-        "ansible_ssh_private_key_file": "%s/id_ed25519" % keys, "ansible_pipelining": True,
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
-        "ansible_python_interpreter": "auto_silent", "gpufleet_lab_gpus": "h100x8.gpus.csv",
-        "gpufleet_lab_old_host": "0.0.0.0",
-        "sglang_dflash_launcher_module": "gpufleet_standin", "sglang_dflash_model_path": "/models/Qwen3.6-27B",
-        "sglang_dflash_draft_model_path": "/models/Qwen3.6-27B-DFlash",
-        "sglang_dflash_stop_units": ["train-qwen.service"], "sglang_dflash_speed_probe_max_new_tokens": 32,
-        "sglang_dflash_gateway_urls": ["http://127.0.0.1:%d" % GATEWAY_PORT],
-        "sglang_dflash_gateway_token": KEY, "sglang_dflash_drain_timeout": 120,
-    }
-    path.write_text(json.dumps({"all": {"children": {"gpu_inference": {"hosts": hosts, "vars": group_vars}}}}))
+    write_inventory(path, hosts, keys, dict(
+        STANDIN_VARS, gpufleet_lab_old_host="0.0.0.0", sglang_dflash_speed_probe_max_new_tokens=32,
+        sglang_dflash_gateway_urls=["http://127.0.0.1:%d" % GATEWAY_PORT],
+        sglang_dflash_gateway_token=KEY, sglang_dflash_drain_timeout=120))
 
 
 def rollout(inv, env, serial, window, baseline):
