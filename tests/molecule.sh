@@ -24,6 +24,8 @@ cd extensions
 times=()
 for s in "${scenarios[@]}"; do
   SECONDS=0
+  # shellcheck disable=SC2046 # one word per port
+  ../tests/containers/lab-ports.sh $(grep -oE '127\.0\.0\.1:[0-9]+:' "molecule/$s/molecule.yml" | cut -d: -f2)
   molecule test -s "$s"
   times+=("$s=${SECONDS}s")
 done

@@ -14,6 +14,7 @@ image=${GPUFLEET_NODE_IMAGE:-localhost/gpufleet-sglang-node:bookworm}
 keys=$(tests/containers/lab-ssh-key.sh)
 fingerprint=$(ssh-keygen -l -f "$keys/id_ed25519.pub" | awk '{print $2}')
 want="$(podman image inspect "$image" --format '{{.Id}}'):ssh-$port:key-$fingerprint"
+tests/containers/lab-ports.sh "$port"
 
 start_container() {
   podman rm -f "$name" >/dev/null 2>&1 || true

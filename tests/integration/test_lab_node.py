@@ -56,3 +56,30 @@ def test_a_node_made_with_another_key_is_made_again_and_says_by_whom(node_image,
     # Same checkout, same key: the node is kept as it is.
     run = sh(["tests/containers/lab-node.sh", NAME, str(PORT)], env=_env(second_keys))
     assert run.stderr == "" and container_id() == remade
+
+
+@pytest.fixture
+def port_forwarded_elsewhere():
+    """A DNAT rule for a lab port naming a container this podman store does not have, written as netavark
+    writes its jumps: what a container of another store (or a leftover of a deleted one) leaves in iptables."""
+    port, foreign_id = 22189, "f0" * 32
+    chain = ["iptables", "-w", "-t", "nat"]
+    sh(chain + ["-N", "GPUFLEET-LABTEST"])
+    try:
+        sh(chain + ["-A", "GPUFLEET-LABTEST", "-d", "127.0.0.1/32", "-p", "tcp", "--dport", str(port), "-m", "comment",
+                    "--comment", "dnat name: podman id: %s" % foreign_id, "-j", "RETURN"])
+        yield port, foreign_id
+    finally:
+        sh(chain + ["-F", "GPUFLEET-LABTEST"], check=False)
+        sh(chain + ["-X", "GPUFLEET-LABTEST"], check=False)
+
+
+def test_a_port_another_podman_store_forwards_is_refused_before_a_node_is_made(node_image, port_forwarded_elsewhere):
+    port, foreign_id = port_forwarded_elsewhere
+    run = sh(["tests/containers/lab-node.sh", "gpufleet-labtest-taken", str(port)], env=_env(None), check=False)
+    assert run.returncode == 1
+    assert ("lab: 127.0.0.1:%d is forwarded to container %s, which this podman store does not have"
+            % (port, foreign_id[:12])) in run.stderr
+    assert "podman rm -f %s" % foreign_id[:12] in run.stderr
+    exists = sh(["podman", "container", "exists", "gpufleet-labtest-taken"], env=_env(None), check=False)
+    assert exists.returncode == 1
