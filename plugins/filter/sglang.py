@@ -171,6 +171,16 @@ def sglang_drafter_lines(drafters, host):
     return _messages.drafter_lines(host, list(drafters or []))
 
 
+def sglang_units_stopped_by_switch(related_units, stopped):
+    """The related units this service's switch stopped, as dict2items gives them (see _rollback)."""
+    return _rollback.units_stopped_by_switch(dict(related_units or {}), dict(stopped or {}))
+
+
+def sglang_fleet_summary(rows, from_cache, report_dir):
+    """The fleet picture's last line: how many can take the deployment, and where the report is."""
+    return _messages.fleet_report_line(list(rows or []), bool(from_cache), str(report_dir))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -200,4 +210,6 @@ class FilterModule(object):
             "sglang_drafter_services": sglang_drafter_services,
             "sglang_drafter_path": sglang_drafter_path,
             "sglang_drafter_lines": sglang_drafter_lines,
+            "sglang_units_stopped_by_switch": sglang_units_stopped_by_switch,
+            "sglang_fleet_summary": sglang_fleet_summary,
         }

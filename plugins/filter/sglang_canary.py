@@ -81,6 +81,21 @@ def sglang_canary_stopped(hostvars, hosts):
     return _canary.stopped(dict((h, hostvars[h].get("sglang_dflash_canary_result")) for h in hosts))
 
 
+def sglang_canary_refusal(plan, source, host):
+    """{problem, reason}: why the canary cannot start on host ('' both when it can; see _canary.refusal)."""
+    return _canary.refusal((plan or {}).get("problem"), dict(source or {}), host)
+
+
+def sglang_canary_source_line(source, hosts):
+    """Where the canary's figures will come from (see _canary.source_line)."""
+    return _canary.source_line(list(hosts or []), dict(source or {}))
+
+
+def sglang_canary_stage_failed(result, failure_msg):
+    """{reason, result}: a canary host whose stage failed, its rollout held (see _canary.stage_failed)."""
+    return _canary.stage_failed(result, failure_msg)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -90,4 +105,7 @@ class FilterModule(object):
             "sglang_canary_stopped": sglang_canary_stopped,
             "sglang_canary_record": sglang_canary_record,
             "sglang_speed_probe_levels": sglang_speed_probe_levels,
+            "sglang_canary_refusal": sglang_canary_refusal,
+            "sglang_canary_source_line": sglang_canary_source_line,
+            "sglang_canary_stage_failed": sglang_canary_stage_failed,
         }

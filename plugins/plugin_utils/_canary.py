@@ -247,3 +247,37 @@ def record(result):
             "figures": dict(result.get("figures") or {}),
             "failed": [f.get("metric") for f in result.get("failed") or []],
             "message": result.get("message")}
+
+
+def refusal(plan_problem, source, host):
+    """Why the canary cannot start on host, before any change: {problem, reason}, both '' when it can start.
+
+    plan_problem: canary_count's; source: the sglang_live_metrics check of the metrics source (its problems)."""
+    if plan_problem:
+        problem, advice = plan_problem, "set sglang_dflash_canary to a host count or a percentage"
+    else:
+        problem = "; ".join((source or {}).get("problems") or [])
+        advice = ("set sglang_dflash_prometheus_url to one that answers, or "
+                  "sglang_dflash_canary_fallback_to_scrape=true")
+    if not problem:
+        return {"problem": "", "reason": ""}
+    return {"problem": problem,
+            "reason": "host %s: cannot start the canary: %s (%s). Nothing was changed on this host."
+                      % (host, problem, advice)}
+
+
+def source_line(hosts, source):
+    """Where the canary's figures will come from, with the notes of the source's check (a fallback, say)."""
+    notes = (source or {}).get("notes") or []
+    shown = " (%s)" % "; ".join(notes) if notes else ""
+    return "canary %s: figures from %s%s" % (",".join(hosts), (source or {}).get("source"), shown)
+
+
+def stage_failed(result, failure_msg):
+    """A canary host whose stage failed (its rollback, say): the reason, after the verdict's message if there was
+    one, and its canary result with the rollout held (the later batches do not start)."""
+    result = dict(result or {})
+    failure_msg = failure_msg or "unknown failure"
+    reason = "%s; then %s" % (result["message"], failure_msg) if result.get("message") else failure_msg
+    result["action"] = "hold"
+    return {"reason": reason, "result": result}

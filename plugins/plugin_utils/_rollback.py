@@ -69,3 +69,13 @@ def rollback_outcome(observed):
     return {"failure": failure, "restarted": bool(observed.get("restarted")), "old_ready": old_ready,
             "rollback_s": _seconds(observed.get("rollback_s")) or 0.0, "rotation": rotation,
             "journal": list(journal or [])}
+
+
+def units_stopped_by_switch(related_units, stopped):
+    """The related units this service's switch stopped, in dict2items' shape ({key, value}, the value as gathered
+    before the switch: active_state, unit_file_state), so the rollback starts and enables each as it was.
+
+    stopped: the stop task's registered loop (its changed items are the units it stopped); the units that were
+    already stopped, or stopped by an earlier service's switch, are not among them."""
+    names = set(r.get("item") for r in (stopped or {}).get("results") or [] if isinstance(r, dict) and r.get("changed"))
+    return [{"key": name, "value": state} for name, state in (related_units or {}).items() if name in names]

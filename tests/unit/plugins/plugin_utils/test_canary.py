@@ -9,6 +9,9 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._canary import (
     canary_count,
     decide,
     judge,
+    refusal,
+    source_line,
+    stage_failed,
     stopped,
     thresholds,
 )
@@ -123,3 +126,38 @@ def test_what_the_rollout_does_and_says():
     assert stopped({"n1": {"action": "continue"}, "n2": None}) == ""
     assert stopped({"n1": {"action": "rollback", "message": "m"}}) == \
         "not started: the canary stopped the rollout (m)"
+
+
+def test_a_canary_refused_names_the_host_the_problem_and_what_to_set():
+    assert refusal(None, {"problems": []}, "n1") == {"problem": "", "reason": ""}
+    # The check of the source was skipped (the settings were wrong): a skipped result has no problems.
+    assert refusal(None, {"skipped": True}, "n1") == {"problem": "", "reason": ""}
+    down = refusal(None, {"problems": ["Prometheus http://p:9090 cannot be reached (refused)", "no series"]}, "n1")
+    assert down["problem"] == "Prometheus http://p:9090 cannot be reached (refused); no series"
+    assert down["reason"] == (
+        "host n1: cannot start the canary: Prometheus http://p:9090 cannot be reached (refused); no series (set "
+        "sglang_dflash_prometheus_url to one that answers, or sglang_dflash_canary_fallback_to_scrape=true). "
+        "Nothing was changed on this host.")
+    # Wrong settings come first, with their own advice: the source is not the problem.
+    count_problem = canary_count("ten", HOSTS)[1]
+    wrong = refusal(count_problem, {"problems": ["no series"]}, "n2")
+    assert wrong["problem"] == count_problem
+    assert wrong["reason"].startswith("host n2: cannot start the canary: sglang_dflash_canary must be a host count")
+    assert "(set sglang_dflash_canary to a host count or a percentage)" in wrong["reason"]
+    assert "prometheus_url" not in wrong["reason"]
+
+
+def test_the_source_line_names_the_canary_hosts_the_source_and_its_notes():
+    assert source_line(["n1", "n2"], {"source": "prometheus", "notes": []}) == "canary n1,n2: figures from prometheus"
+    assert source_line(["n1"], {"source": "scrape", "notes": ["Prometheus down; read each host", "no gateway"]}) == (
+        "canary n1: figures from scrape (Prometheus down; read each host; no gateway)")
+
+
+def test_a_failed_canary_stage_holds_the_rollout_with_the_verdict_then_the_failure():
+    verdict = {"verdict": "fail", "action": "rollback", "message": "the canary failed"}
+    failed = stage_failed(verdict, "previous server not healthy")
+    assert failed["reason"] == "the canary failed; then previous server not healthy"
+    assert failed["result"] == {"verdict": "fail", "action": "hold", "message": "the canary failed"}
+    assert verdict["action"] == "rollback"  # the host's result is not changed in place
+    assert stage_failed({}, "") == {"reason": "unknown failure", "result": {"action": "hold"}}
+    assert stopped({"n1": stage_failed(None, "boom")["result"]}).startswith("not started: the canary stopped")

@@ -1,7 +1,7 @@
 """What the rollback of a failed switch did, from what its tasks registered (plugin_utils/_rollback.py)."""
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._rollback import rollback_outcome
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._rollback import rollback_outcome, units_stopped_by_switch
 
 # What tasks/rollback.yml registered after a switch whose new server crashed: the restart ran, the journal was read,
 # the host was out of rotation 20 s and put back.
@@ -50,3 +50,21 @@ def test_rollback_outcome_of_skipped_tasks_and_each_place_in_the_traffic(changes
 
 def test_rollback_time_without_a_start_is_zero():
     assert rollback_outcome(dict(RAN, rollback_started=None))["rollback_s"] == 0.0
+
+
+def test_the_rollback_starts_only_the_units_this_switch_stopped_as_they_were():
+    related = {"train.service": {"active_state": "active", "unit_file_state": "enabled"},
+               "idle.service": {"active_state": "inactive", "unit_file_state": "disabled"},
+               "eval.service": {"active_state": "active", "unit_file_state": "static"}}
+    # The stop task's loop: train was stopped now; idle was already stopped (unchanged); eval was skipped.
+    stopped = {"changed": True, "results": [{"item": "train.service", "changed": True},
+                                            {"item": "idle.service", "changed": False},
+                                            {"item": "eval.service", "skipped": True}]}
+    assert units_stopped_by_switch(related, stopped) == [{"key": "train.service", "value": related["train.service"]}]
+    # The stop task never ran (the switch failed before it): nothing to start.
+    assert units_stopped_by_switch(related, {}) == []
+    assert units_stopped_by_switch(related, {"skipped": True}) == []
+    # In the order the units were gathered, not the stop order.
+    both = dict(stopped, results=[{"item": "eval.service", "changed": True},
+                                  {"item": "train.service", "changed": True}])
+    assert [u["key"] for u in units_stopped_by_switch(related, both)] == ["train.service", "eval.service"]
