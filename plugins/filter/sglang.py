@@ -17,6 +17,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.unit_journal impor
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _drafter,
     _drafter_delivery,
+    _fleet_report,
     _gpus,
     _messages,
     _plan,
@@ -178,7 +179,17 @@ def sglang_units_stopped_by_switch(related_units, stopped):
 
 def sglang_fleet_summary(rows, from_cache, report_dir):
     """The fleet picture's last line: how many can take the deployment, and where the report is."""
-    return _messages.fleet_report_line(list(rows or []), bool(from_cache), str(report_dir))
+    return _fleet_report.fleet_report_line(list(rows or []), bool(from_cache), str(report_dir))
+
+
+def sglang_fleet_markdown(rows):
+    """The fleet report in Markdown (see _fleet_report.markdown)."""
+    return _fleet_report.markdown(list(rows or []))
+
+
+def sglang_fleet_view(rows):
+    """What the fleet report's HTML page shows, computed (see _fleet_report.html_view)."""
+    return _fleet_report.html_view(list(rows or []))
 
 
 class FilterModule(object):
@@ -212,4 +223,6 @@ class FilterModule(object):
             "sglang_drafter_lines": sglang_drafter_lines,
             "sglang_units_stopped_by_switch": sglang_units_stopped_by_switch,
             "sglang_fleet_summary": sglang_fleet_summary,
+            "sglang_fleet_markdown": sglang_fleet_markdown,
+            "sglang_fleet_view": sglang_fleet_view,
         }

@@ -64,7 +64,7 @@ EXAMPLES = r"""
     dest: "{{ playbook_dir }}/../fleet-report"
     files:
       fleet-report.json: "{{ {'hosts': sglang_fleet_rows} | to_nice_json }}\n"
-      fleet-report.md: "{{ lookup('ansible.builtin.template', 'templates/fleet-report.md.j2') }}"
+      fleet-report.md: "{{ sglang_fleet_rows | gpufleet.sglang.sglang_fleet_markdown }}"
 """
 
 RETURN = r"""

@@ -203,14 +203,3 @@ def drafter_lines(host, drafters):
             host, services, d.get("source"), what, d.get("size"), "verified" if d.get("verified") else "NOT verified",
             ("fetched %s bytes" % d.get("bytes_transferred")) if d.get("changed") else "already there"))
     return lines
-
-
-def fleet_report_line(rows, from_cache, report_dir):
-    """What the fleet picture says at its end: how many can take the deployment, and where the report is.
-
-    A row is a service: with several services on a host, the line counts services and says on how many hosts."""
-    hosts = len(set(row.get("host") for row in rows))
-    ready = len([row for row in rows if row.get("status") == "ready"])
-    counted = "hosts" if hosts == len(rows) else "services on %d hosts" % hosts
-    return "%d of %d %s can take the deployment%s; report in %s" % (
-        ready, len(rows), counted, " (from the fact cache)" if from_cache else "", report_dir)

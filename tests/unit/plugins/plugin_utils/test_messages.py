@@ -3,7 +3,6 @@ summary. The refusals are tested with the plan (test_plan.py)."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
     drafter_lines,
-    fleet_report_line,
     gpus_busy_message,
     plan_lines,
     rollback_message,
@@ -107,12 +106,3 @@ def test_the_speed_gates_message_gives_every_problem_and_the_figures():
     assert speed_gates_message(verdict) == (
         "the new server is healthy but does not pass the speed gates: speedup 1.02x is below "
         "sglang_dflash_min_speedup=1.2; b (tokens/s 200.0 -> 204.0 (1.02x))")
-
-
-def test_the_fleet_line_counts_hosts_or_services_and_says_where_the_report_is():
-    rows = [{"host": "a", "status": "ready"}, {"host": "b", "status": "blocked"}, {"host": "c", "status": "ready"}]
-    assert fleet_report_line(rows, False, "/r") == "2 of 3 hosts can take the deployment; report in /r"
-    services = rows + [{"host": "a", "status": "ready"}]
-    assert fleet_report_line(services, True, "/r") == (
-        "3 of 4 services on 3 hosts can take the deployment (from the fact cache); report in /r")
-    assert fleet_report_line([], False, "/r") == "0 of 0 hosts can take the deployment; report in /r"
