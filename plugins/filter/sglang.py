@@ -44,6 +44,11 @@ def sglang_refusal_message(plan, facts, host, algorithm):
     return _messages.refusal_message(dict(plan or {}), dict(facts or {}), host, algorithm)
 
 
+def sglang_gateway_refusal_message(plan, host, problem):
+    """Why a host is refused when a gateway cannot take its service out of rotation (see _messages)."""
+    return _messages.gateway_refusal_message(dict(plan or {}), host, problem)
+
+
 def sglang_plan_lines(plan):
     """What a run changes on the host, line by line (the role shows it before the change)."""
     return _messages.plan_lines(dict(plan or {}))
@@ -198,6 +203,7 @@ class FilterModule(object):
             "sglang_deployment_plan": sglang_deployment_plan,
             "sglang_revert_plan": sglang_revert_plan,
             "sglang_refusal_message": sglang_refusal_message,
+            "sglang_gateway_refusal_message": sglang_gateway_refusal_message,
             "sglang_plan_lines": sglang_plan_lines,
             "sglang_rollback_outcome": sglang_rollback_outcome,
             "sglang_rollback_message": sglang_rollback_message,

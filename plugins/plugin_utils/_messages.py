@@ -39,6 +39,13 @@ def refusal_message(plan, facts, host, algorithm):
     return text + " Nothing was changed on this host."
 
 
+def gateway_refusal_message(plan, host, problem):
+    """Why this host is refused when a gateway cannot take its service out of rotation (the preflight's problem):
+    it is still in rotation and nothing was changed."""
+    return ("host %s, unit %s: cannot deploy %s: %s. Nothing was changed on this host, and it is still in rotation."
+            % (host, plan.get("unit"), plan.get("algorithm"), problem))
+
+
 def rollback_message(plan, facts, host, algorithm, outcome):
     """What failed in the switch and what the rollback put back.
 

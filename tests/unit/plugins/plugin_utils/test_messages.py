@@ -3,6 +3,7 @@ summary. The refusals are tested with the plan (test_plan.py)."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
     drafter_lines,
+    gateway_refusal_message,
     gpus_busy_message,
     plan_lines,
     rollback_message,
@@ -106,3 +107,10 @@ def test_the_speed_gates_message_gives_every_problem_and_the_figures():
     assert speed_gates_message(verdict) == (
         "the new server is healthy but does not pass the speed gates: speedup 1.02x is below "
         "sglang_dflash_min_speedup=1.2; b (tokens/s 200.0 -> 204.0 (1.02x))")
+
+
+def test_a_gateway_refusal_names_host_unit_algorithm_and_says_the_host_is_still_in_rotation():
+    plan = {"unit": "sglang-qwen.service", "algorithm": "DFLASH"}
+    assert gateway_refusal_message(plan, "gpu-01", "HAProxy socket /run/haproxy.sock does not exist") == (
+        "host gpu-01, unit sglang-qwen.service: cannot deploy DFLASH: HAProxy socket /run/haproxy.sock does not "
+        "exist. Nothing was changed on this host, and it is still in rotation.")
