@@ -203,11 +203,10 @@ import os
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.sglang.plugins.module_utils.drafter_hub import Hub, fetch_from_hub
 from ansible_collections.gpufleet.sglang.plugins.module_utils.drafter_store import (
     DrafterError,
-    Hub,
     Store,
-    fetch_from_hub,
     manifest_of_dir,
     manifest_revision,
     paths_in_use,

@@ -1,6 +1,6 @@
-"""The drafter store (module_utils/drafter_store.py) against a small in-process server that answers the three
-calls of the Hugging Face API a fetch makes (revision, tree, resolve with Range), over real HTTP and urllib.
-The lab's real mirror (olah) is exercised by the Molecule scenario `multi`."""
+"""The drafter store (module_utils/drafter_store.py; drafter_hub.py fetches into it) against a small in-process
+server that answers the three calls of the Hugging Face API a fetch makes (revision, tree, resolve with Range),
+over real HTTP and urllib. The lab's real mirror (olah) is exercised by the Molecule scenario `multi`."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,6 +15,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from ansible_collections.gpufleet.sglang.plugins.module_utils import drafter_hub as dh
 from ansible_collections.gpufleet.sglang.plugins.module_utils import drafter_store as ds
 
 REPO = "lab/tiny-dflash"
@@ -119,7 +120,7 @@ OPTS = {"min_free_percent": 0, "min_free_bytes": 0, "stall_timeout": 5, "lock_ti
 
 def _fetch(tmp_path, hub, revision=COMMIT, **opts):
     store = ds.Store(str(tmp_path / "store"), host="gpu-07")
-    return ds.fetch_from_hub(store, ds.Hub(hub.endpoint, timeout=5), REPO, revision, dict(OPTS, **opts))
+    return dh.fetch_from_hub(store, dh.Hub(hub.endpoint, timeout=5), REPO, revision, dict(OPTS, **opts))
 
 
 def test_first_fetch_then_nothing_to_do(tmp_path, hub):
