@@ -15,33 +15,84 @@ Failure knobs for the tests (simulated, set per drafter directory):
   settings than it was given (as a build that silently ignores a flag would);
 - a file GPUFLEET_STANDIN_GENERATE_FAIL makes every POST /generate answer 500 with the file's text
   while /health answers 200 (a server that comes up and breaks on its first request);
-- a file GPUFLEET_STANDIN_ACCEPT_LENGTH (a number) sets the SIMULATED average acceptance length of
-  that drafter (a drafter trained for another target accepts 1.4-3 tokens per step, a matching one 6+);
 - a file GPUFLEET_STANDIN_DEGENERATE makes every answer one word repeated (the degenerate greedy output a
   drafter can come with while its acceptance length looks high);
-- a file GPUFLEET_STANDIN_LOAD_GROWTH (a number) sets how much slower that drafter's speculative step gets per
-  extra running request (SIMULATED; default 0.1). With an acceptance length of 5.2 and 1.5 here, a drafter is
-  4x faster than no drafter at concurrency 1, slower from concurrency 4 on, and 0.16x at 32: it passes a probe
-  of one client and loses under a fleet's load.
+- a file GPUFLEET_STANDIN_SPEC_STOPS_AFTER (a count N) makes speculation stop by itself once the server has
+  completed N requests (see "Speculation that silently stops" below).
 
 POST /generate answers like SGLang's native API, with SIMULATED speed: no model runs. Each decoding
-step takes GPUFLEET_STANDIN_STEP_MS (10 ms); a speculative step (draft + verify) takes 1.3 steps and
-yields the acceptance length in tokens: the drafter's file, else 2.6 for NEXTN/EAGLE-style algorithms
-(the typical figure for 4 draft tokens) and 6.0 for DFLASH/DDTREE. The server really sleeps that long,
-so a client measures real time; each step ends at the time the model gives it, counted from the request's
-start (a late wake-up on a busy machine is caught up at the next step, not added to every step), and the
-/metrics histograms observe the model's times, so the speed a probe measures and the canary's figures are
-the model's on a contended lab machine too. Speed depends on the load and on the prompt's language, as the upstream
-figures do (sglang#19952: DFlash 2.0x at concurrency 1, 1.14x at 32; z-lab/dflash#7: acceptance about 6.4 on
-English prompts, 3.3 on Chinese ones): each step takes longer the more requests run at once (plain decoding
-+3% per extra running request, a speculative step +GPUFLEET_STANDIN_LOAD_GROWTH), and a prompt that is mostly
-not Latin script (Chinese, say) gets the drafter's acceptance length x 0.52 (at least 1). At concurrency 1 and
-on an English prompt the figures are the same as before these effects. The answer's words are picked by the
-prompt, the same with and without a drafter (as greedy decoding gives). meta_info carries completion_tokens,
-e2e_latency, spec_verify_ct and spec_accept_length as 0.5.11-0.5.23 compute them (completion_tokens /
-spec_verify_ct), and /server_info's internal_states[0] the running avg_spec_accept_length, as the real server does.
-/server_info also lists the *names* of the environment variables the process got (never values), so
-a test can see that the unit's Environment= and EnvironmentFile= reached the server.
+step takes GPUFLEET_STANDIN_STEP_MS (10 ms); a speculative step (draft + verify) takes the drafter's step cost
+in plain steps and yields the drafter's acceptance length in tokens. The drafter's figures are files in its
+directory (a number each; "13/9" is read as a fraction), given at the reference block size 16:
+- GPUFLEET_STANDIN_ACCEPT_LENGTH: the SIMULATED mean acceptance length (default 6.0 for DFLASH/DDTREE, 2.6 for
+  NEXTN/EAGLE-style algorithms, the typical figure for 4 draft tokens; a drafter trained for another target
+  accepts 1.4-3 tokens per step, a matching one 6+);
+- GPUFLEET_STANDIN_STEP_COST: the SIMULATED time of a speculative step in plain decoding steps (default 1.3). The
+  drafter's decode speed is proportional to 1 / this at every load, so 13/9 (= 1.3 / 0.9) makes a drafter
+  exactly 10 % slower than the default at every load (the lab's Qwen3.6-27B-DFlash-slow10);
+- GPUFLEET_STANDIN_LOAD_GROWTH: how much slower the speculative step gets per extra running request (SIMULATED;
+  default 0.1). With an acceptance length of 5.2 and 1.5 here, a drafter is 4x faster than no drafter at
+  concurrency 1, slower from concurrency 4 on, and 0.16x at 32: it passes a probe of one client and loses
+  under a fleet's load.
+The server really sleeps that long, so a client measures real time; each step ends at the time the model gives
+it, counted from the request's start (a late wake-up on a busy machine is caught up at the next step, not added
+to every step), and the /metrics histograms observe the model's times, so the speed a probe measures and the
+canary's figures are the model's on a contended lab machine too. Speed depends on the load and on the prompt's
+language, as the upstream figures do (sglang#19952: DFlash 2.0x at concurrency 1, 1.14x at 32; z-lab/dflash#7:
+acceptance about 6.4 on English prompts, 3.3 on Chinese ones): each step takes longer the more requests run at
+once (plain decoding +3% per extra running request, a speculative step +GPUFLEET_STANDIN_LOAD_GROWTH), and a
+prompt that is mostly not Latin script (Chinese, say) gets the drafter's acceptance length x 0.52 (at least 1).
+One request's SIMULATED speed, in tokens per unloaded plain step, with c requests running:
+acceptance / (step cost x (1 + load growth x (c - 1))); plain decoding: 1 / (1 + 0.03 x (c - 1)).
+
+Block size (SIMULATED, DFLASH/DDTREE): the block B given by --speculative-dflash-block-size (else the drafter's
+config.json block_size, else 16) scales the drafter's figures; block 16 keeps them as they are.
+- acceptance x (1 - 0.8^B) / (1 - 0.8^16), at most B: a run of accepted tokens is cut at the block's end; the
+  share follows a run in which each next drafted token is accepted with probability 0.8 (0.856 at block 8);
+- step cost x (1 + 0.3 x B / 16) / 1.3: the 0.3 plain step that drafting and verifying a block of 16 adds to a
+  step is proportional to the block (1.3 -> 1.15 at block 8);
+- load growth x B / 16: each running request adds B tokens to verify, which becomes compute-bound under load
+  (0.1 -> 0.05 at block 8).
+So a drafter of acceptance 6.0 is 4.615 tokens per unloaded step at block 16 and 5.138 / 1.15 = 4.468 at block 8
+(block 16 3.2 % faster) at concurrency 1, and 6.0 / (1.3 x 1.3) = 3.550 against 5.138 / (1.15 x 1.15) = 3.885 at
+concurrency 4 (the lab's load: 16 clients over 4 servers): block 8 9.4 % faster (the same ratios at 6.4).
+
+Noise (SIMULATED, on by default, seeded): real acceptance varies with the prompt and a step's time jitters.
+- The verify steps of a request of T tokens: ceil(T / acceptance) (the deterministic figure) x m, rounded up or
+  down to a whole step at random in proportion so that its mean stays ceil(T / acceptance) x m, kept within
+  [ceil(T / B), T] (the request's acceptance within [1, B]); m is lognormal with mean 1 and sigma 0.15, so the
+  request's acceptance T / steps has a coefficient of variation of about 15 % (17-18 % for requests of about 30
+  tokens, whose steps are few and whole). The mean number of steps, and so the mean time and every average
+  SGLang reports (tokens over verify steps), are the deterministic figures';
+- each step's time x (1 + u), u uniform in [-0.052, 0.052] (standard deviation 3 %, mean 0).
+The seed: GPUFLEET_STANDIN_SEED (an integer; other text is hashed), else one derived from the host name and the
+port (sha256 of "host:port"): identical hosts draw different sequences, one host the same one at every start.
+GPUFLEET_STANDIN_NOISE=0 in the environment, else a file GPUFLEET_STANDIN_NOISE containing 0 in the model
+directory (--model-path; the lab writes it node-wide), switches the noise off: the figures are then exactly the
+deterministic ones (GPUFLEET_STANDIN_NOISE=1 in the environment switches it on over the file).
+
+Speculation that silently stops (SIMULATED; the server stays healthy and still says speculative_algorithm):
+- POST (or GET) /release_memory_occupation then /resume_memory_occupation, body {"tags": [...]} or none (no tags:
+  all; the loss needs "weights"), answered 200 `null` as 0.5.23 does: the draft weights are lost on resume
+  (sglang PR #31674): from then on every verify step accepts one token and still costs a speculative step
+  (slower than no drafter: the PR measured +25 % time), visible as meta_info spec_accept_length 1.0 and
+  spec_accept_rate 0.0, the sglang:spec_accept_length gauge falling to 1.0 within RECENT_STEPS_S, and
+  avg_spec_accept_length falling towards 1. SGLang asserts that the server is idle on release; not simulated;
+- GPUFLEET_STANDIN_SPEC_STOPS_AFTER (N) does the same by itself to the requests that start after N completed;
+- --disaggregation-mode decode with DFLASH/DDTREE runs no speculative step at all (sglang#36140, PR #34285):
+  plain decoding speed, /server_info still says speculative_algorithm DFLASH (internal_states[0] too, with
+  disaggregation_mode "decode"), but meta_info has no spec_* field (0.5.16 and 0.5.23 add them only when
+  spec_verify_ct > 0), spec_verify_calls_total never appears, the spec gauges stay 0 and internal_states[0] has
+  no avg_spec_accept_length (0.5.23 leaves it out while no verify step was counted).
+
+The answer's words are picked by the prompt, the same with and without a drafter (as greedy decoding gives).
+meta_info carries completion_tokens, e2e_latency, and on a finished request spec_verify_ct and spec_accept_length
+as 0.5.11-0.5.23 compute them (completion_tokens / spec_verify_ct), with spec_accept_rate, spec_num_correct_drafts
+(tokens - verify steps) and spec_num_proposed_drafts (verify steps x (draft tokens - 1)) as 0.5.16-0.5.23 name
+them (0.5.6: spec_accept_token_num, spec_draft_token_num, and the spec_* fields even without a verify step);
+/server_info's internal_states[0] has the server's settings and the running avg_spec_accept_length, as the real
+server does. /server_info also lists the *names* of the environment variables the process got (never values),
+so a test can see that the unit's Environment= and EnvironmentFile= reached the server.
 
 Streaming and the OpenAI API as 0.5.23 answers them: POST /generate with "stream": true sends SSE events
 `data: {"text", "output_ids", "meta_info"}` (cumulative text) one per decoding step and ends with
@@ -70,11 +121,16 @@ finish. A request cut this way gets its connection closed without an answer (or 
 
 import argparse
 import collections
+import fractions
+import hashlib
 import importlib.metadata
 import json
 import math
 import os
+import random
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -83,20 +139,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STARTUP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STARTUP_S", "1.0"))
 STEP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STEP_MS", "10")) / 1000.0
+# SIMULATED drafter figures at the reference block size (each a marker file in the drafter directory can change).
 SPECULATIVE_STEP_COST = 1.3
-# SIMULATED load effect: a step's time grows by this share per extra running request (plain decoding / drafter).
-PLAIN_LOAD_GROWTH = 0.03
 DEFAULT_SPEC_LOAD_GROWTH = 0.1
+DEFAULT_ACCEPT_LENGTH = {"DFLASH": 6.0, "DDTREE": 6.0}
+OTHER_SPECULATIVE_ACCEPT_LENGTH = 2.6
+DFLASH_FAMILY = ("DFLASH", "DDTREE")
+# SIMULATED load effect: a step's time grows by this share per extra running request (plain decoding).
+PLAIN_LOAD_GROWTH = 0.03
 # SIMULATED language effect: a drafter's acceptance on a mostly non-Latin prompt (3.3 / 6.4, z-lab/dflash#7).
 OTHER_LANGUAGE_ACCEPT_FACTOR = 0.52
+# SIMULATED block-size model (module docstring): the block the drafter figures are given at, and the chance that
+# the next drafted token of a run is accepted too, which sets how much of the acceptance a smaller block keeps.
+REFERENCE_BLOCK_SIZE = 16
+RUN_CONTINUES = 0.8
+# SIMULATED noise (module docstring): the spread of a request's acceptance (lognormal sigma) and of a step's time.
+ACCEPT_SPREAD = 0.15
+STEP_JITTER_SD = 0.03
+STEP_JITTER_HALF_WIDTH = STEP_JITTER_SD * math.sqrt(3.0)  # a uniform draw of this half-width has that deviation
 # sglang 0.5.23's histogram buckets (metrics_collector.py).
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 E2E_BUCKETS = TTFT_BUCKETS + (600, 1200, 1800, 2400)
 ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080, 0.100,
                0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
 RECENT_STEPS_S = 5.0
-DEFAULT_ACCEPT_LENGTH = {"DFLASH": 6.0, "DDTREE": 6.0}
-OTHER_SPECULATIVE_ACCEPT_LENGTH = 2.6
 DRAIN_POLL_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_DRAIN_POLL_S", "5"))
 # The scheduler child: no SIGTERM handler of its own, killed by the kernel when the server dies.
 SCHEDULER_CODE = (
@@ -105,6 +171,177 @@ SCHEDULER_CODE = (
     "while True:\n"
     "    time.sleep(3600)\n"
 )
+
+
+# ---- The SIMULATED speed model: pure functions (tests/unit/test_standin_model.py) ----
+
+# A drafter's figures at the block it runs with: mean acceptance length, a speculative step's cost in plain steps,
+# the step's growth per extra running request, and the block (the most tokens one verify step can accept).
+DrafterModel = collections.namedtuple("DrafterModel", "accept_length step_cost load_growth block_size")
+
+
+def block_accept_length(accept_at_reference, block_size):
+    """The acceptance at this block: the reference block's x the share a run of accepted tokens keeps when the
+    block cuts it (each next token accepted with probability RUN_CONTINUES), at most the block, at least 1."""
+    share = (1.0 - RUN_CONTINUES ** block_size) / (1.0 - RUN_CONTINUES ** REFERENCE_BLOCK_SIZE)
+    return max(1.0, min(float(block_size), accept_at_reference * share))
+
+
+def block_step_cost(cost_at_reference, block_size):
+    """The speculative step's cost at this block: the default's draft-and-verify share (0.3 plain step at block
+    16) is proportional to the block, and a drafter's own cost scales the same way."""
+    overhead = SPECULATIVE_STEP_COST - 1.0
+    return cost_at_reference * (1.0 + overhead * block_size / REFERENCE_BLOCK_SIZE) / SPECULATIVE_STEP_COST
+
+
+def block_load_growth(growth_at_reference, block_size):
+    """Each running request adds a block of tokens to verify: under load that work is compute-bound."""
+    return growth_at_reference * block_size / float(REFERENCE_BLOCK_SIZE)
+
+
+def drafter_at_block(accept_length, step_cost, load_growth, block_size):
+    """The DrafterModel of a DFLASH/DDTREE drafter (figures at the reference block) run with this block."""
+    if block_size == REFERENCE_BLOCK_SIZE:  # exactly the figures given, no float round trip
+        return DrafterModel(min(float(block_size), accept_length), step_cost, load_growth, block_size)
+    return DrafterModel(block_accept_length(accept_length, block_size), block_step_cost(step_cost, block_size),
+                        block_load_growth(load_growth, block_size), block_size)
+
+
+def step_factor(running, step_cost=None, load_growth=None):
+    """A step's time in unloaded plain steps with `running` requests at once (step_cost None: plain decoding)."""
+    others = max(0, running - 1)
+    if step_cost is None:
+        return 1.0 + PLAIN_LOAD_GROWTH * others
+    return step_cost * (1.0 + load_growth * others)
+
+
+def expected_speed(drafter, running):
+    """One request's mean speed in tokens per unloaded plain step (plain decoding unloaded: 1.0)."""
+    if drafter is None:
+        return 1.0 / step_factor(running)
+    return drafter.accept_length / step_factor(running, drafter.step_cost, drafter.load_growth)
+
+
+def noise_seed(seed_text, host, port):
+    """GPUFLEET_STANDIN_SEED when set (an integer, other text hashed), else a hash of host and port."""
+    text = (seed_text or "").strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    return int(hashlib.sha256((text or "%s:%s" % (host, port)).encode()).hexdigest()[:16], 16)
+
+
+def noise_on(environment_value, model_marker_text):
+    """The environment's GPUFLEET_STANDIN_NOISE, else the model directory's marker, else on."""
+    for value in (environment_value, model_marker_text):
+        if value is not None and value.strip():
+            return value.strip().lower() not in ("0", "false", "no", "off")
+    return True
+
+
+def step_jitter(rng):
+    """A step's time factor: 1 without noise, else uniform around 1 with STEP_JITTER_SD (mean exactly 1)."""
+    if rng is None:
+        return 1.0
+    return 1.0 + rng.uniform(-STEP_JITTER_HALF_WIDTH, STEP_JITTER_HALF_WIDTH)
+
+
+def verify_steps(tokens, accept_length, block_size, rng=None):
+    """The verify steps of a request of `tokens` tokens: ceil(tokens / acceptance) without noise; with it, that
+    x a lognormal factor of mean 1, rounded to a whole step at random so the mean stays, and kept so that the
+    request's acceptance is within [1, block]. The mean is the deterministic figure, so every average of tokens
+    over verify steps (what SGLang reports) and the mean time stay what they are without noise."""
+    nominal = int(math.ceil(tokens / float(accept_length)))
+    if rng is None or accept_length <= 1.0:
+        return nominal
+    factor = rng.lognormvariate(-ACCEPT_SPREAD ** 2 / 2.0, ACCEPT_SPREAD)
+    exact = nominal * factor
+    steps = int(math.floor(exact)) + (1 if rng.random() < exact - math.floor(exact) else 0)
+    return min(tokens, max(int(math.ceil(tokens / float(block_size))), steps))
+
+
+# A request's decoding: its tokens, its verify steps (0: no speculative step runs) and the cost and load growth
+# of each of its steps (None: plain decoding steps).
+RequestPlan = collections.namedtuple("RequestPlan", "tokens verify_steps step_cost load_growth")
+
+
+def steps_of(plan):
+    return plan.verify_steps or plan.tokens
+
+
+class Speculation(object):
+    """What this server's speculative decoding does now (SIMULATED): the drafter, whether its steps run at all
+    (not on the decode side of PD disaggregation) and whether they still accept (the draft weights lost on a
+    release/resume of the memory, or speculation stopping by itself after a number of requests)."""
+
+    def __init__(self, drafter=None, decode_only=False, stops_after=None):
+        self.drafter = drafter  # None: no speculative decoding
+        self.runs_verify_steps = drafter is not None and not decode_only
+        self.stops_after = stops_after
+        self.completed = 0
+        self.weights_released = False
+        self.draft_weights_lost = False
+        self.lock = threading.Lock()
+
+    def release_memory(self, tags):
+        if _frees_weights(tags):
+            with self.lock:
+                self.weights_released = True
+
+    def resume_memory(self, tags):
+        """The target's weights come back (SGLang restores them); the drafter's do not (sglang PR #31674)."""
+        if _frees_weights(tags):
+            with self.lock:
+                self.draft_weights_lost = self.draft_weights_lost or self.weights_released
+                self.weights_released = False
+
+    def request_completed(self):
+        with self.lock:
+            self.completed += 1
+
+    def accepting(self):
+        """Do the verify steps still accept drafted tokens?"""
+        with self.lock:
+            stopped = self.stops_after is not None and self.completed >= self.stops_after
+            return not (stopped or self.draft_weights_lost)
+
+    def plan(self, tokens, accept_length, rng=None):
+        """The RequestPlan of a request of `tokens` tokens at this prompt's acceptance length."""
+        drafter = self.drafter
+        if not self.runs_verify_steps:
+            return RequestPlan(tokens, 0, None, None)
+        if not self.accepting():  # every draft rejected: one token per verify step, at the speculative step's cost
+            return RequestPlan(tokens, tokens, drafter.step_cost, drafter.load_growth)
+        return RequestPlan(tokens, verify_steps(tokens, accept_length, drafter.block_size, rng),
+                           drafter.step_cost, drafter.load_growth)
+
+
+def _frees_weights(tags):
+    """No tags means every memory type (0.5.23's GPU_MEMORY_ALL_TYPES), weights included."""
+    return not tags or "weights" in tags
+
+
+def spec_meta(tokens, verify_steps, draft_tokens, release):
+    """The speculative fields of a finished request's meta_info, as this release computes them."""
+    if release < (0, 5, 11):  # 0.5.6: always there, zero without a verify step
+        meta = {"spec_accept_rate": 0.0, "spec_accept_length": 0, "spec_verify_ct": verify_steps}
+        if verify_steps:
+            proposed = verify_steps * (draft_tokens - 1)
+            meta.update(spec_accept_rate=(tokens - verify_steps) / float(proposed) if proposed else 0.0,
+                        spec_accept_length=tokens / float(verify_steps), spec_accept_token_num=tokens - verify_steps,
+                        spec_draft_token_num=proposed)
+        return meta
+    proposed = verify_steps * (draft_tokens - 1)
+    if not verify_steps or not proposed:  # 0.5.16, 0.5.23: only after a verify step
+        return {}
+    return {"spec_accept_rate": (tokens - verify_steps) / float(proposed),
+            "spec_accept_length": tokens / float(verify_steps), "spec_num_correct_drafts": tokens - verify_steps,
+            "spec_num_proposed_drafts": proposed, "spec_verify_ct": verify_steps}
+
+
+def release_tuple(version):
+    """(0, 5, 23) of "0.5.23": the leading numbers (a pre-release, dev or local suffix ignored)."""
+    match = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", str(version))
+    return tuple(int(n) for n in match.groups() if n is not None) if match else ()
 
 
 class SchedulerGone(Exception):
@@ -164,17 +401,23 @@ class State(object):
     ready = False
     exiting = False
     info = {}
-    accept_length = None  # None: no speculative decoding
+    release = ()
+    speculation = Speculation()
+    rng = None  # the SIMULATED noise's random.Random; None: no noise
     generate_error = None
     lock = threading.Lock()
     total_tokens = 0
     total_verify_steps = 0
     in_flight = 0
     scheduler = None
-    load_growth = DEFAULT_SPEC_LOAD_GROWTH
     degenerate = False
     draft_tokens = 16
     metrics = None
+
+
+def speculative_server():
+    """Was the server started with a speculative algorithm (whether or not its steps run)?"""
+    return State.speculation.drafter is not None
 
 
 def scheduler_alive():
@@ -234,46 +477,42 @@ def other_language(text):
 
 
 def accept_length_for(prompt):
-    """The SIMULATED acceptance length for this prompt (None without speculative decoding)."""
-    if State.accept_length is None:
+    """The SIMULATED mean acceptance length for this prompt (None without speculative decoding)."""
+    drafter = State.speculation.drafter
+    if drafter is None:
         return None
     if other_language(prompt):
-        return max(1.0, State.accept_length * OTHER_LANGUAGE_ACCEPT_FACTOR)
-    return State.accept_length
+        return max(1.0, drafter.accept_length * OTHER_LANGUAGE_ACCEPT_FACTOR)
+    return drafter.accept_length
 
 
-def step_seconds(speculative):
-    """One step's SIMULATED time with the requests running now (1 running: the unloaded figure)."""
+def plan_request(tokens, prompt=""):
+    """This request's RequestPlan, its acceptance drawn now (SIMULATED noise)."""
+    return State.speculation.plan(tokens, accept_length_for(prompt), State.rng)
+
+
+def step_seconds(plan):
+    """One step's SIMULATED time with the requests running now (1 running: the unloaded figure), jittered."""
     with State.lock:
-        others = max(0, State.in_flight - 1)
-    if speculative:
-        return STEP_SECONDS * SPECULATIVE_STEP_COST * (1.0 + State.load_growth * others)
-    return STEP_SECONDS * (1.0 + PLAIN_LOAD_GROWTH * others)
+        running = State.in_flight
+    return STEP_SECONDS * step_factor(running, plan.step_cost, plan.load_growth) * step_jitter(State.rng)
 
 
-def decoding_steps(tokens, prompt=""):
-    """(tokens per step, steps) of a request of `tokens` tokens at the simulated speed."""
-    length = accept_length_for(prompt)
-    if length is None:
-        return 1.0, tokens
-    steps = int(math.ceil(tokens / length))
-    return tokens / float(steps), steps
-
-
-def decode(tokens, prompt="", streaming=False):
+def decode(plan, prompt="", streaming=False):
     """Yield the tokens produced so far after each simulated decoding step; SchedulerGone when it died.
 
     Each step is counted in /metrics (inter-token latency, the recent acceptance); the first one is the
-    request's time to first token, and the end of the last one its end-to-end latency.
+    request's time to first token, and the end of the last one its end-to-end latency. At the end the
+    request counts in avg_spec_accept_length and towards GPUFLEET_STANDIN_SPEC_STOPS_AFTER.
     """
     started = time.monotonic()
-    per_step, steps = decoding_steps(tokens, prompt)
-    speculative = State.accept_length is not None
+    tokens, steps = plan.tokens, steps_of(plan)
+    per_step = tokens / float(steps)
     produced = 0
     due = started
     try:
         for step in range(1, steps + 1):
-            step_s = step_seconds(speculative)
+            step_s = step_seconds(plan)
             # The simulated clock: each step ends when the model says (the sum of the steps so far), however
             # late the machine woke this thread for the previous one, so a busy lab machine adds one wake-up
             # to a request's time, not one per step, and the speed a client measures is the model's.
@@ -284,7 +523,7 @@ def decode(tokens, prompt="", streaming=False):
             if not scheduler_alive():
                 raise SchedulerGone()
             now = min(tokens, int(round(step * per_step))) if step < steps else tokens
-            State.metrics.step(step_s, max(1, now - produced), speculative)
+            State.metrics.step(step_s, max(1, now - produced), plan.verify_steps > 0)
             if step == 1:
                 State.metrics.first_token(due - started, streaming)
             produced = now
@@ -292,7 +531,9 @@ def decode(tokens, prompt="", streaming=False):
     except (SchedulerGone, GeneratorExit, BrokenPipeError, ConnectionResetError):
         State.metrics.aborted()
         raise
-    State.metrics.finished(due - started, tokens, prompt, steps if speculative else 0, streaming)
+    State.metrics.finished(due - started, tokens, prompt, plan.verify_steps, streaming)
+    _count(tokens, plan.verify_steps)
+    State.speculation.request_completed()
 
 
 class Metrics(object):
@@ -362,7 +603,7 @@ class Metrics(object):
             throughput = self.recent_tokens / RECENT_STEPS_S
             gauges = [("sglang:num_running_reqs", running), ("sglang:num_queue_reqs", 0),
                       ("sglang:gen_throughput", round(throughput, 2))]
-            if State.accept_length is not None:
+            if speculative_server():  # 0 until a verify step is counted (and on the decode side of PD)
                 length = self.last_accept or 0.0
                 rate = (length - 1.0) / max(1, State.draft_tokens - 1) if length else 0.0
                 gauges += [("sglang:spec_accept_length", round(length, 4)), ("sglang:spec_accept_rate", round(rate, 4))]
@@ -392,33 +633,66 @@ def _labels(base, extra):
     return ",".join([base] + ['%s="%s"' % item for item in extra])
 
 
-def simulated_accept_length(algorithm, draft):
-    """The acceptance length this server simulates (None without speculative decoding)."""
+def marker_number(draft, name):
+    """The number in the drafter directory's file `name` ("13/9" is read as a fraction); None without it."""
+    path = os.path.join(draft or "", name)
+    if not draft or not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return float(fractions.Fraction(handle.read().strip()))
+
+
+def drafter_block_size(settings, draft):
+    """--speculative-dflash-block-size, else the drafter's config.json block_size (as SGLang takes it), else 16."""
+    if settings.get("speculative_dflash_block_size"):
+        return int(settings["speculative_dflash_block_size"])
+    try:
+        with open(os.path.join(draft or "", "config.json")) as handle:
+            config = json.load(handle)
+        block = (config.get("dflash_config") or {}).get("block_size") or config.get("block_size")
+        return int(block) if block else REFERENCE_BLOCK_SIZE
+    except (OSError, ValueError, TypeError, AttributeError):
+        return REFERENCE_BLOCK_SIZE
+
+
+def simulated_drafter(settings, draft):
+    """The DrafterModel this server simulates (None without speculative decoding): the drafter directory's
+    figures, else the defaults; a DFLASH/DDTREE drafter's at its block size."""
+    algorithm = str(settings.get("speculative_algorithm") or "").upper()
     if not algorithm:
         return None
-    marker = os.path.join(draft or "", "GPUFLEET_STANDIN_ACCEPT_LENGTH")
-    if draft and os.path.exists(marker):
-        with open(marker) as handle:
-            return max(1.0, float(handle.read().strip()))
-    return DEFAULT_ACCEPT_LENGTH.get(str(algorithm).upper(), OTHER_SPECULATIVE_ACCEPT_LENGTH)
+    accept = marker_number(draft, "GPUFLEET_STANDIN_ACCEPT_LENGTH")
+    accept = max(1.0, accept if accept is not None else
+                 DEFAULT_ACCEPT_LENGTH.get(algorithm, OTHER_SPECULATIVE_ACCEPT_LENGTH))
+    cost = marker_number(draft, "GPUFLEET_STANDIN_STEP_COST")
+    cost = max(0.0, cost if cost is not None else SPECULATIVE_STEP_COST)
+    growth = marker_number(draft, "GPUFLEET_STANDIN_LOAD_GROWTH")
+    growth = max(0.0, growth if growth is not None else DEFAULT_SPEC_LOAD_GROWTH)
+    if algorithm in DFLASH_FAMILY:
+        return drafter_at_block(accept, cost, growth, drafter_block_size(settings, draft))
+    # NEXTN/EAGLE-style: a step verifies the draft tokens (the figures are for 4 of them), no block model.
+    tokens = int(settings.get("speculative_num_draft_tokens") or REFERENCE_BLOCK_SIZE)
+    return DrafterModel(min(float(tokens), accept), cost, growth, tokens)
 
 
 def _request_tokens(params, default=16):
     return max(1, int(params.get("max_new_tokens") or params.get("max_tokens") or default))
 
 
-def _meta(tokens, prompt, started, steps=None, done=True):
+def _meta(tokens, prompt, started, plan=None, done=True):
+    """meta_info; the speculative figures on the finished request only, as SGLang computes them."""
     meta = {"id": "standin-%d" % int(started * 1e6), "prompt_tokens": max(1, len(str(prompt).split())),
             "completion_tokens": tokens, "cached_tokens": 0,
             "finish_reason": {"type": "length", "length": tokens} if done else None}
-    if State.accept_length is not None and steps:
-        meta.update(spec_verify_ct=steps, spec_accept_length=tokens / float(steps))
+    if speculative_server() and plan is not None and done:
+        meta.update(spec_meta(tokens, plan.verify_steps, State.draft_tokens, State.release))
     meta["e2e_latency"] = time.monotonic() - started
     return meta
 
 
 def _count(tokens, steps):
-    if State.accept_length is not None and steps:
+    """avg_spec_accept_length's sums: the verify steps and the tokens they gave."""
+    if speculative_server() and steps:
         with State.lock:
             State.total_tokens += tokens
             State.total_verify_steps += steps
@@ -447,12 +721,11 @@ def generate(request):
     tokens = _request_tokens(request.get("sampling_params") or {})
     prompt = request.get("text") or ""
     started = time.monotonic()
-    for _produced in decode(tokens, prompt):
+    plan = plan_request(tokens, prompt)
+    for _produced in decode(plan, prompt):
         pass
-    steps = decoding_steps(tokens, prompt)[1] if State.accept_length is not None else None
-    _count(tokens, steps)
     return {"text": answer(prompt, tokens), "output_ids": list(range(tokens)),
-            "meta_info": _meta(tokens, prompt, started, steps)}
+            "meta_info": _meta(tokens, prompt, started, plan)}
 
 
 def generate_stream(request):
@@ -460,13 +733,11 @@ def generate_stream(request):
     tokens = _request_tokens(request.get("sampling_params") or {})
     prompt = request.get("text") or ""
     started = time.monotonic()
-    steps = decoding_steps(tokens, prompt)[1] if State.accept_length is not None else None
-    for produced in decode(tokens, prompt, streaming=True):
+    plan = plan_request(tokens, prompt)
+    for produced in decode(plan, prompt, streaming=True):
         done = produced == tokens
-        if done:
-            _count(tokens, steps)
         yield {"text": answer(prompt, produced), "output_ids": list(range(produced)),
-               "meta_info": _meta(produced, prompt, started, steps if done else None, done)}
+               "meta_info": _meta(produced, prompt, started, plan, done)}
 
 
 def chat_completion(request, stream):
@@ -476,8 +747,9 @@ def chat_completion(request, stream):
     base = {"id": "chatcmpl-standin-%d" % int(started * 1e6), "created": int(started),
             "model": request.get("model") or State.info.get("served_model_name") or State.info.get("model_path")}
     prompt = _chat_prompt(request)
+    plan = plan_request(tokens, prompt)
     if not stream:
-        for _produced in decode(tokens, prompt):
+        for _produced in decode(plan, prompt):
             pass
         return dict(base, object="chat.completion", choices=[{
             "index": 0, "message": {"role": "assistant", "content": answer(prompt, tokens)},
@@ -488,7 +760,7 @@ def chat_completion(request, stream):
         yield dict(base, object="chat.completion.chunk", choices=[{
             "index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
         sent = 0
-        for produced in decode(tokens, prompt, streaming=True):
+        for produced in decode(plan, prompt, streaming=True):
             yield dict(base, object="chat.completion.chunk", choices=[{
                 "index": 0, "delta": {"content": answer(prompt, produced)[len(answer(prompt, sent)):]},
                 "finish_reason": "length" if produced == tokens else None}])
@@ -512,14 +784,38 @@ def metrics_text():
     return State.metrics.text(running)
 
 
+# What /server_info adds to the server's settings, left out of internal_states' resolved settings.
+STANDIN_INFO_KEYS = ("version", "launch_command", "gpufleet_standin")
+
+
 def server_info():
+    """The settings, and internal_states[0] as 0.5.23's scheduler answers it: the resolved settings, the last
+    throughput and, once a verify step was counted, the average acceptance length since the start."""
     info = dict(State.info)
-    state = {"last_gen_throughput": 0.0}
+    state = dict((k, v) for k, v in info.items() if k not in STANDIN_INFO_KEYS)
+    state["last_gen_throughput"] = 0.0
     with State.lock:
         if State.total_verify_steps:
             state["avg_spec_accept_length"] = State.total_tokens / float(State.total_verify_steps)
     info["internal_states"] = [state]
     return info
+
+
+def memory_occupation(path, request):
+    """POST /release_memory_occupation, /resume_memory_occupation: SGLang's answer (None, JSON null) and the
+    SIMULATED effect on the drafter (its weights lost on the resume, sglang PR #31674)."""
+    tags = request.get("tags") if isinstance(request, dict) else None
+    if path == "/release_memory_occupation":
+        State.speculation.release_memory(tags)
+    else:
+        State.speculation.resume_memory(tags)
+        if speculative_server() and not State.speculation.accepting():
+            log("resume_memory_occupation: the draft weights were not restored; every draft is rejected (SIMULATED)")
+    log("%s tags=%s" % (path.lstrip("/"), tags))
+    return None
+
+
+MEMORY_PATHS = ("/release_memory_occupation", "/resume_memory_occupation")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -543,6 +839,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
+    def _body(self):
+        """The request's JSON body ({} when empty), None when it is not JSON."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+            return json.loads(self.rfile.read(length) or b"{}")
+        except ValueError:
+            return None
+
     def do_GET(self):  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0]
         if path in ("/health", "/health_generate", "/ready"):
@@ -563,25 +867,28 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, loads())
         elif path == "/metrics" and State.info.get("enable_metrics"):
             self._send(200, metrics_text().encode(), "text/plain; version=0.0.4")
+        elif path in MEMORY_PATHS:  # SGLang routes GET and POST
+            self.do_POST()
         else:
             self._send(404, {"detail": "Not Found"})
 
     def do_POST(self):  # noqa: N802 (http.server's name)
         path = self.path.split("?")[0]
-        if path not in ("/generate", "/v1/chat/completions"):
+        if path not in ("/generate", "/v1/chat/completions") + MEMORY_PATHS:
             self._send(404, {"detail": "Not Found"})
             return
         if not State.ready:
             self._send(503, {"error": "the server is still loading"})
             return
+        if path in MEMORY_PATHS:
+            self._send(200, memory_occupation(path, self._body() or {}))
+            return
         if State.generate_error:
             log(State.generate_error)
             self._send(500, {"error": {"message": State.generate_error, "type": "InternalServerError"}})
             return
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            request = json.loads(self.rfile.read(length) or b"{}")
-        except ValueError:
+        request = self._body()
+        if request is None:
             self._send(400, {"error": "the request body is not JSON"})
             return
         with State.lock:
@@ -610,6 +917,36 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+def configure_speculation(settings, draft):
+    """State.speculation, State.rng and State.draft_tokens from the settings, the drafter's and the model's files."""
+    drafter = simulated_drafter(settings, draft)
+    decode_only = (str(settings.get("disaggregation_mode") or "").lower() == "decode"
+                   and str(settings.get("speculative_algorithm") or "").upper() in DFLASH_FAMILY)
+    stops_after = marker_number(draft, "GPUFLEET_STANDIN_SPEC_STOPS_AFTER") if drafter else None
+    State.speculation = Speculation(drafter, decode_only, None if stops_after is None else int(stops_after))
+    State.draft_tokens = int(settings.get("speculative_num_draft_tokens") or (drafter.block_size if drafter else 16))
+    model_marker = os.path.join(settings.get("model_path") or "", "GPUFLEET_STANDIN_NOISE")
+    marker_text = None
+    if os.path.exists(model_marker):
+        with open(model_marker) as handle:
+            marker_text = handle.read()
+    State.rng, noise = None, "off"
+    if noise_on(os.environ.get("GPUFLEET_STANDIN_NOISE"), marker_text):
+        port = int(settings.get("port") or 30000)
+        seed = noise_seed(os.environ.get("GPUFLEET_STANDIN_SEED"), socket.gethostname(), port)
+        State.rng, noise = random.Random(seed), "on, seed %d" % seed
+    if drafter is None:
+        log("no speculative decoding; plain step +%s per extra running request" % PLAIN_LOAD_GROWTH)
+    else:
+        log("SIMULATED drafter: acceptance length %.4g, step cost %.4g, +%.4g per extra running request, block %d%s"
+            % (drafter.accept_length, drafter.step_cost, drafter.load_growth, drafter.block_size,
+               ", stops after %d requests" % stops_after if stops_after is not None else ""))
+    if decode_only:
+        log("disaggregation mode decode: %s runs no speculative step (SIMULATED, sglang#36140)"
+            % settings.get("speculative_algorithm"))
+    log("SIMULATED noise %s" % noise)
+
+
 def main(argv):
     parser, kind = sglang_parser()
     args = parser.parse_args(argv)  # exits 2 on a flag this release does not have
@@ -625,22 +962,15 @@ def main(argv):
     State.info = dict(settings, version=version, launch_command=" ".join(["sglang serve"] + argv),
                       gpufleet_standin={"parser": kind, "pid": os.getpid(), "cwd": os.getcwd(),
                                         "environment_names": sorted(os.environ)})
+    State.release = release_tuple(version)
     override = os.path.join(draft or "", "GPUFLEET_STANDIN_SERVER_INFO.json")
     if draft and os.path.exists(override):
         with open(override) as handle:
             State.info.update(json.load(handle))
         log("reporting simulated settings from %s" % override)
-    State.accept_length = simulated_accept_length(settings.get("speculative_algorithm"), draft)
     State.metrics = Metrics()
-    growth = os.path.join(draft or "", "GPUFLEET_STANDIN_LOAD_GROWTH")
-    if State.accept_length is not None and draft and os.path.exists(growth):
-        with open(growth) as handle:
-            State.load_growth = max(0.0, float(handle.read().strip()))
+    configure_speculation(settings, draft)
     State.degenerate = bool(draft and os.path.exists(os.path.join(draft, "GPUFLEET_STANDIN_DEGENERATE")))
-    State.draft_tokens = int(settings.get("speculative_num_draft_tokens")
-                             or settings.get("speculative_dflash_block_size") or 16)
-    log("simulated acceptance length: %s, speculative step +%s per extra running request"
-        % (State.accept_length, State.load_growth if State.accept_length is not None else PLAIN_LOAD_GROWTH))
     failing = os.path.join(draft or "", "GPUFLEET_STANDIN_GENERATE_FAIL")
     if draft and os.path.exists(failing):
         with open(failing) as handle:
