@@ -16,7 +16,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import host_rows
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_plan import report_rows
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
 
 # What the rows' result keeps of the module's own (the rest, the facts, went into the rows).
 _KEPT_KEYS = ("ansible_facts", "warnings", "deprecations")
@@ -40,5 +41,5 @@ class ActionModule(ActionBase):
         self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update((key, facts[key]) for key in _KEPT_KEYS if key in facts)
         result["changed"] = False
-        result["fleet_rows"] = host_rows(task_vars.get("inventory_hostname"), facts, dict(plan_settings))
+        result["fleet_rows"] = report_rows(task_vars.get("inventory_hostname"), facts, role_settings(plan_settings))
         return result

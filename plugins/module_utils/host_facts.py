@@ -30,6 +30,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import (
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.drafter_store import store_copy
 from ansible_collections.gpufleet.sglang.plugins.module_utils.launch_command import UnitError
+from ansible_collections.gpufleet.sglang.plugins.module_utils.run_state import RunStateError, intent_path, read_json
 from ansible_collections.gpufleet.sglang.plugins.module_utils.service_environment import (
     PYTHON_VARIABLES,
     manager_environment,
@@ -371,6 +372,7 @@ def _managed_files(facts, params):
     if record:
         entry = read_json_file(record) if os.path.isfile(record) else {}
         facts["rollout_record"] = entry.get("config") if "error" not in entry else {"error": entry["error"]}
+        facts["intent"] = _intent(os.path.dirname(record), (facts.get("unit") or {}).get("id") or params["service"])
     unit_file = params.get("managed_unit_file")
     if unit_file:
         exists = os.path.isfile(unit_file)
@@ -379,3 +381,16 @@ def _managed_files(facts, params):
             with open(unit_file) as handle:
                 content = handle.read()
         facts["managed_unit_file"] = {"path": unit_file, "exists": exists, "content": content}
+
+
+def _intent(state_dir, unit):
+    """What an unfinished run of the role was doing to this unit (its intent file, module_utils/run_state.py) and
+    whether its previous-state copy is still there; None when no run was cut."""
+    try:
+        intent = read_json(intent_path(state_dir, unit))
+    except RunStateError as exc:
+        return {"error": str(exc)}
+    if intent is None:
+        return None
+    intent["snapshot_exists"] = os.path.isfile(os.path.join(state_dir, unit, "manifest.json"))
+    return intent

@@ -139,3 +139,34 @@ def seconds_since_start(state, clock=time.monotonic):
     except ValueError:
         return None
     return round(clock() - started_us / 1e6, 2) if started_us else None
+
+
+def confirm_server_info(info, expected):
+    """Differences between what the running server reports and what was asked: [(key, want, got)]."""
+    diffs = []
+    for key, want in sorted(expected.items()):
+        got = info.get(key)
+        same = str(got) == str(want) if not isinstance(want, (int, float)) else _num(got) == want
+        if not same:
+            diffs.append([key, want, got])
+    return diffs
+
+
+def _num(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def server_info_message(mismatch, endpoint):
+    """Why a healthy new server is rolled back: the speculative settings it runs other than asked (mismatch:
+    [[key, wanted, reported]], confirm_server_info's), read from endpoint."""
+    return "the server is healthy but runs other speculative settings than asked (%s): %s" % (
+        _text(endpoint), ", ".join("%s=%s (asked %s)" % (key, _text(got), _text(want))
+                                   for key, want, got in mismatch or []))
+
+
+def _text(value):
+    """A value as Ansible's templating writes it into a text: null is empty."""
+    return "" if value is None else value

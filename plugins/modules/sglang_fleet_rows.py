@@ -69,7 +69,8 @@ fleet_rows:
       RV(gpufleet.sglang.sglang_facts#module:sglang_units)), C(gpu_map), C(status) C(ready) or C(blocked), every reason,
       the flag names and changes a deployment would make, its gateway and switch state, and the facts without the
       release's flag list).
-    - The filter P(gpufleet.sglang.sglang_fleet_row#filter) builds one such row from the facts and a plan.
+    - M(gpufleet.sglang.sglang_dflash_plan) with O(gpufleet.sglang.sglang_dflash_plan#module:mode=report) returns
+      the same rows.
   returned: always
   type: list
   elements: dict

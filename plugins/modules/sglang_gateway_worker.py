@@ -23,8 +23,9 @@ description:
     removal under way still holds its URL; HAProxy sets the server READY, moved to O(worker_url) first when it was
     at O(previous_worker_url)) and waits until each has it in rotation.
   - C(state=registered) changes nothing; it fails unless every gateway answers, accepts O(token) (SMG), has the
-    socket at the admin level (HAProxy) and knows the worker, naming each gateway that does not and what to set.
-    Run it before a change.
+    socket at the admin level (HAProxy) and knows the worker (or, with O(allow_missing), does not need to), naming
+    each gateway that does not and what to set; even then RV(gateways) says where each gateway that answered has the
+    worker. Run it before a change.
   - Usually delegated to a host that reaches the gateways (the controller for SMG; the host that runs HAProxy,
     for its unix socket).
 author:
@@ -62,6 +63,18 @@ options:
     type: str
     choices: [absent, draining, present, registered]
     default: present
+  allow_missing:
+    description:
+      - With C(state=registered), a gateway that answers but does not list the worker passes - a worker this
+        collection took out in a run that was cut (its intent on the host says so) and now puts back.
+    type: bool
+    default: false
+  restrict_to:
+    description:
+      - With C(state=present), put the worker back only into these gateways (their URLs) - those a switch took it out
+        of - and leave it as it is in the others. Null, the default - every gateway.
+    type: list
+    elements: str
   timeout:
     description:
       - Seconds to wait for the gateways to stop routing to the worker (and, with C(state=absent), for HAProxy's
@@ -136,13 +149,14 @@ seconds:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import same_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import (
     GatewayError,
     connect,
     declarations,
     describe,
+    preflight,
     put_back,
-    require_registered,
     take_out,
 )
 
@@ -156,6 +170,8 @@ def main():
             previous_worker_url=dict(type="str"),
             token=dict(type="str", no_log=True),
             state=dict(type="str", default="present", choices=["absent", "draining", "present", "registered"]),
+            allow_missing=dict(type="bool", default=False),
+            restrict_to=dict(type="list", elements="str"),
             timeout=dict(type="int", default=60),
         ),
         supports_check_mode=True,
@@ -171,11 +187,18 @@ def main():
         problems.append("timeout must be at least 1, not %d" % p["timeout"])
     if problems:
         module.fail_json(msg="; ".join(problems), gateways=[], changed_gateways=[], in_flight=None, seconds=0.0)
+    if p["restrict_to"] is not None:
+        declared = [d for d in declared if any(same_url(d["url"], url) for url in p["restrict_to"])]
+        if not declared:
+            module.exit_json(changed=False, gateways=[], changed_gateways=[], in_flight=None, seconds=0.0)
     gateways = [connect(d, p["token"]) for d in declared]
+    if p["state"] == "registered":
+        states, problems = preflight(gateways, p["worker_url"], p["allow_missing"])
+        if problems:
+            module.fail_json(msg="; ".join(problems), gateways=states, changed_gateways=[], in_flight=None,
+                             seconds=0.0)
+        module.exit_json(changed=False, gateways=states, changed_gateways=[], in_flight=None, seconds=0.0)
     try:
-        if p["state"] == "registered":
-            module.exit_json(changed=False, gateways=require_registered(gateways, p["worker_url"]),
-                             changed_gateways=[], in_flight=None, seconds=0.0)
         if p["state"] in ("absent", "draining"):
             result = take_out(gateways, p["worker_url"], p["timeout"], park=p["state"] == "absent",
                               dry_run=module.check_mode)

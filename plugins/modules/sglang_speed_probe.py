@@ -28,8 +28,9 @@ description:
   - It keeps the answers at concurrency 1 (RV(outputs)) and flags degenerate ones (one word over most of the
     answer, RV(degenerate)), so that the gates can refuse degenerate output and output unlike the previous
     server's on the same greedy prompts.
-  - The role gpufleet.sglang.sglang_dflash measures the previous server before the switch and the new one
-    after it, and gates the switch on the figures (filter P(gpufleet.sglang.sglang_speed_verdict#filter)).
+  - Its action on the controller chooses the levels from O(load) and, given a O(baseline), judges the figures against
+    it with the speed gates and fails with the reason when they do not pass (RV(verdict)). The role
+    gpufleet.sglang.sglang_dflash measures the previous server before the switch and the new one after it, so.
 author:
   - gpufleet.sglang contributors (@gpufleet)
 options:
@@ -57,6 +58,30 @@ options:
     type: list
     elements: int
     default: [1]
+  load:
+    description:
+      - Read on the controller. The requests the host was running just before the switch
+        (M(gpufleet.sglang.sglang_wait_idle)'s C(most_seen)); given, even as null, the levels are O(concurrency)
+        when set, else 1 and this load (at most O(max_concurrency)).
+    type: int
+  max_concurrency:
+    description: Read on the controller. The highest level O(load) may add.
+    type: int
+    default: 64
+  baseline:
+    description:
+      - Read on the controller. The previous server's figures (this module's result for it, or null when it was not
+        measured). Given, the new server's figures are judged by the speed gates against it (RV(verdict)), and the
+        task fails with the reason when they do not pass.
+    type: dict
+  min_speedup:
+    description:
+      - Read on the controller, with O(baseline). The lowest tokens/s ratio to the baseline, at the highest level both
+        were measured at.
+    type: float
+  min_accept_length:
+    description: Read on the controller, with O(baseline). The lowest average acceptance length.
+    type: float
 requirements:
   - Python 3.8 or newer on the target, standard library only.
 extends_documentation_fragment:
@@ -84,6 +109,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+verdict:
+  description:
+    - With O(baseline), the speed gates' verdict - C(passed), C(speedup) (tokens/s at concurrency 1 over the
+      baseline's), C(speedups) per level, C(speedup_at_load), C(load_concurrency), C(problems), C(notes) and a
+      one-line C(summary).
+  returned: when O(baseline) is given
+  type: dict
 measured:
   description: Whether every request answered.
   returned: always
@@ -172,6 +204,12 @@ def main():
             warmup_requests=dict(type="int", default=1),
             timeout=dict(type="int", default=120),
             concurrency=dict(type="list", elements="int", default=[1]),
+            # Read by the action on the controller (plugins/action/sglang_speed_probe.py), never here.
+            load=dict(type="int"),
+            max_concurrency=dict(type="int", default=64),
+            baseline=dict(type="dict"),
+            min_speedup=dict(type="float"),
+            min_accept_length=dict(type="float"),
         ),
         supports_check_mode=True,
     )

@@ -63,6 +63,14 @@ options:
     description: Fail when the server is not ready; otherwise return RV(ready=false).
     type: bool
     default: true
+  expected_server_info:
+    description:
+      - What C(/server_info) must report once the server is ready, key by key, for example
+        C(speculative_algorithm=DFLASH) and C(speculative_dflash_block_size=16) (numbers compared as numbers). A
+        healthy server that reports otherwise fails the task, naming each setting as reported and as asked
+        (RV(mismatch)) - a build that silently ignores a flag.
+    type: dict
+    default: {}
 requirements:
   - Python 3.8 or newer on the target, standard library only.
   - systemd (C(systemctl), C(journalctl)) on the target.
@@ -84,6 +92,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+mismatch:
+  description: With O(expected_server_info), each setting the server reports otherwise, as C([key, asked, reported]).
+  returned: when the server is ready but reports other settings
+  type: list
+  elements: list
 ready:
   description: Whether C(/health) answered 200 and the server info was read.
   returned: always
@@ -133,6 +146,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import (
     SERVER_ENDPOINT_ARGS,
     base_url,
+    confirm_server_info,
+    server_info_message,
     wait_ready,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.speed_probe import DEFAULT_PROMPTS, generate_once
@@ -153,6 +168,7 @@ def main():
             check_generation=dict(type="bool", default=True),
             generation_tokens=dict(type="int", default=8, no_log=False),
             fail_when_not_ready=dict(type="bool", default=True),
+            expected_server_info=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -171,6 +187,10 @@ def main():
             return generate_once(url, DEFAULT_PROMPTS[0], p["generation_tokens"], min(p["timeout"], 300))
     result = wait_ready(unit, url, p["timeout"], run_systemctl, p["poll_interval"], generate=generate)
     if result["ready"]:
+        mismatch = confirm_server_info(result.get("server_info") or {}, p["expected_server_info"])
+        if mismatch:
+            module.fail_json(msg=server_info_message(mismatch, result.get("server_info_endpoint")),
+                             mismatch=mismatch, **result)
         module.exit_json(changed=False, **result)
     lines, _since = journal_since_start(unit, p["journal_lines"], run_systemctl,
                                         since_us=p["journal_since_monotonic_us"])

@@ -20,13 +20,13 @@ import re
 import shlex
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_capabilities import INTENT_FLAGS, capabilities
+from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import SGLANG_DEFAULT_PORT
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import UnsafeValue, systemd_quote
 
 BASE_INTENTS = ("model_path", "host", "port", "tp_size")
 SPECULATIVE_INTENTS = ("algorithm", "draft_model_path", "block_size", "draft_window_size", "ddtree_budget")
 INTEGER_INTENTS = ("block_size", "draft_window_size", "ddtree_budget")
-INSTALL_DEFAULTS = {"host": "0.0.0.0", "port": 30000, "tp_size": 1}
-SGLANG_DEFAULT_PORT = 30000
+INSTALL_DEFAULTS = {"host": "0.0.0.0", "port": SGLANG_DEFAULT_PORT, "tp_size": 1}
 _SECRET_FLAG = re.compile(r"(api-key|password|secret|hf-token|access-token)$")
 _NUMBER = re.compile(r"^-\d")
 MASK = "********"

@@ -281,3 +281,25 @@ def stage_failed(result, failure_msg):
     reason = "%s; then %s" % (result["message"], failure_msg) if result.get("message") else failure_msg
     result["action"] = "hold"
     return {"reason": reason, "result": result}
+
+
+def verdict(observed, canary_hosts, baseline_hosts, overrides=None, min_requests=10, on_inconclusive="hold",
+            probe_accept=None):
+    """The canary's verdict over the observed window and what the rollout does (judge, then decide).
+
+    observed: sglang_live_metrics' result; overrides: sglang_dflash_canary_thresholds; probe_accept: {host: acceptance
+    length the speed probe measured after its switch}, the acceptance's reference where the baseline does not
+    speculate."""
+    limits, problem = thresholds(dict(overrides or {}))
+    observed = dict(observed or {})
+    if problem:
+        return {"verdict": "fail", "action": "hold", "failed": [], "inconclusive": [], "figures": {},
+                "message": problem + "; nothing more is switched"}
+    problems = list(observed.get("problems") or [])
+    result = judge(observed.get("figures") or {}, list(canary_hosts or []), list(baseline_hosts or []), limits,
+                   int(min_requests), dict(probe_accept or {}), observed.get("gateway"), observed.get("source"),
+                   "; ".join(problems) or None, observed.get("window_s"))
+    result["notes"] = list(observed.get("notes") or [])
+    if result["notes"]:
+        result["message"] += " (%s)" % "; ".join(result["notes"])
+    return decide(result, on_inconclusive)

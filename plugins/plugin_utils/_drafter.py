@@ -102,21 +102,3 @@ def host_drafter_problems(facts, settings):
     target = facts.get("model") or {}
     problems, _block = drafter_problems(drafter.get("config"), settings.get("block_size"), target.get("config"))
     return ["%s: %s" % (path, p) for p in problems]
-
-
-def confirm_server_info(info, expected):
-    """Differences between what the running server reports and what was asked: [(key, want, got)]."""
-    diffs = []
-    for key, want in sorted(expected.items()):
-        got = info.get(key)
-        same = str(got) == str(want) if not isinstance(want, (int, float)) else _num(got) == want
-        if not same:
-            diffs.append([key, want, got])
-    return diffs
-
-
-def _num(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return value

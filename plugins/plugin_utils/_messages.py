@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import IN_ROTATION
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery
 
 
@@ -39,11 +40,22 @@ def refusal_message(plan, facts, host, algorithm):
     return text + " Nothing was changed on this host."
 
 
-def gateway_refusal_message(plan, host, problem):
-    """Why this host is refused when a gateway cannot take its service out of rotation (the preflight's problem):
-    it is still in rotation and nothing was changed."""
-    return ("host %s, unit %s: cannot deploy %s: %s. Nothing was changed on this host, and it is still in rotation."
-            % (host, plan.get("unit"), plan.get("algorithm"), problem))
+def gateway_refusal_message(check, host, problem, states=None):
+    """Why this host is refused when a gateway cannot take its service out of rotation (the preflight's problem), and
+    nothing was changed. Where the host is in the traffic is said only as the gateways that answered said it
+    (states: the preflight's [{gateway, state}]): a gateway that was not asked, or did not answer, is not guessed."""
+    revert = check.get("mode") == "revert"
+    action = "cannot revert the switch" if revert else "cannot deploy %s" % check.get("algorithm")
+    text = "host %s, unit %s: %s: %s. Nothing was changed on this host" % (host, check.get("unit"), action, problem)
+    answered = [s for s in states or [] if s.get("state")]
+    routed = [s["gateway"] for s in answered if s["state"] == IN_ROTATION]
+    others = ["%s: %s" % (s["gateway"], s["state"]) for s in answered if s["state"] != IN_ROTATION]
+    if routed:
+        text += ", and it is still in rotation at %s" % ", ".join(routed)
+    if others:
+        text += "%s where the gateways said so (%s)" % ("; it is not in rotation" if not routed else "; not",
+                                                       "; ".join(others))
+    return text + "."
 
 
 def rollback_message(plan, facts, host, algorithm, outcome):
@@ -91,22 +103,9 @@ def gpus_busy_message(holders, timeout, stopped_units):
         timeout, ", ".join(stopped_units or []), "; ".join(holders or []))
 
 
-def server_info_message(mismatch, endpoint):
-    """Why a healthy new server is rolled back: the speculative settings it runs other than asked (mismatch:
-    [[key, wanted, reported]], _drafter.confirm_server_info's), read from endpoint."""
-    return "the server is healthy but runs other speculative settings than asked (%s): %s" % (
-        _text(endpoint), ", ".join("%s=%s (asked %s)" % (key, _text(got), _text(want))
-                                   for key, want, got in mismatch or []))
-
-
-def _text(value):
-    """A value as Ansible's templating writes it into a text: null is empty."""
-    return "" if value is None else value
-
-
 def speed_gates_message(verdict):
     """Why a healthy new server is rolled back: the speed gates it does not pass (verdict: the filter
-    sglang_speed_verdict's, with problems and summary)."""
+    the speed probe's verdict, with problems and summary)."""
     return "the new server is healthy but does not pass the speed gates: %s (%s)" % (
         "; ".join(verdict.get("problems") or []), verdict.get("summary"))
 
@@ -121,6 +120,8 @@ def plan_lines(plan):
     state = plan.get("switch_state")
     if state:
         lines.append("now: %s (%s)" % (state["state"], state["reason"]))
+    if plan.get("interrupted"):
+        lines.append(plan["interrupted"]["line"])
     lines += ["%s: %s" % (kind, "  ".join(changes.get(kind) or []))
               for kind in ("kept", "removed", "added", "overridden")]
     lines.append("stop: %s%s" % (stop.get("summary"), ("; " + "; ".join(stop["notes"])) if stop.get("notes") else ""))
@@ -132,28 +133,25 @@ def plan_lines(plan):
     return lines
 
 
-def rollout_summary(hostvars, hosts):
-    """Lines per host after a rollout: its state; for each switched service the unit, mode, release, health
-    and the argument changes (a host with several services: the ones done before a failure too)."""
+def rollout_summary(results, hosts):
+    """Lines per host after a rollout, from each host's result (sglang_dflash_result): for each service it switched
+    (reverted, left unchanged) the unit, mode, release, health and the argument changes, the canary's verdict where
+    it passed, the drafters, and how the host ended when it did not end done."""
     lines = []
     for host in hosts:
-        hv = hostvars[host]
-        results = hv.get("sglang_dflash_results") or ([hv["sglang_dflash_result"]] if hv.get("sglang_dflash_result")
-                                                      else [])
-        for r in results:
-            lines.extend(_service_lines(host, r))
-        canary = hv.get("sglang_dflash_canary_result") or {}
+        result = results.get(host) or {}
+        for service in result.get("services") or []:
+            lines.extend(_service_lines(host, service))
+        canary = result.get("canary") or {}
         if canary.get("action") == "continue":  # a failed or held canary's message is the host's FAILED line
             lines.append("  %s" % str(canary.get("message") or "")[:600])
-        lines.extend(drafter_lines(host, hv.get("sglang_dflash_drafters")))
-        if hv.get("sglang_dflash_result"):
-            continue
-        outcome = hv.get("sglang_dflash_outcome") or {}
-        if outcome.get("state") == "failed":
-            lines.append("%s: FAILED: %s" % (host, outcome.get("reason", "")[:400]))
-        elif outcome.get("state") == "not started":
-            lines.append("%s: not started, left as it was: %s" % (host, outcome.get("reason")))
-        else:
+        lines.extend(drafter_lines(host, result.get("drafters")))
+        state = result.get("state")
+        if state == "failed":
+            lines.append("%s: FAILED: %s" % (host, str(result.get("reason") or "")[:400]))
+        elif state == "not started":
+            lines.append("%s: not started, left as it was: %s" % (host, result.get("reason")))
+        elif state != "done":
             lines.append("%s: not reached (unreachable, or the play ended before it)" % host)
     return lines
 
@@ -161,7 +159,8 @@ def rollout_summary(hostvars, hosts):
 def _service_lines(host, r):
     """The summary lines of one service the rollout switched (or reverted, or left unchanged)."""
     lines = []
-    healthy = "healthy=%s" % r["healthy"]
+    # An unchanged service that was running is not restarted, so its health is not what this run proved.
+    healthy = "healthy=%s" % r["healthy"] if r["changed"] or r["healthy"] else "running, not restarted"
     if r.get("time_to_healthy_s") is not None:
         healthy += ", healthy %ss after the server started" % r["time_to_healthy_s"]
     changes = r.get("changes") or {}
@@ -179,6 +178,8 @@ def _service_lines(host, r):
         lines += ["  %s: %s" % (kind, "  ".join(changes.get(kind) or []) or "-")
                   for kind in ("removed", "added", "overridden")]
         lines.append("  kept: %d argument(s)" % len(changes.get("kept") or []))
+    if r.get("resumed"):
+        lines.append("  resumed: %s" % r["resumed"])
     if r.get("fallback"):
         lines.append("  fallback: %(to)s instead of %(from)s, %(reason)s" % r["fallback"])
     lines.extend("  release limit accepted: %s" % text for text in r.get("accepted_limits") or [])

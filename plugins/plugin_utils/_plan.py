@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
+from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import SGLANG_DEFAULT_PORT
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import words_from_pairs
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._arguments import listen_address, plan_arguments
@@ -117,7 +118,7 @@ def gateway_plan(settings, old_port, new_port):
         if settings.get("gateway_worker_url"):
             return str(settings["gateway_worker_url"]).rstrip("/")
         host = str(settings.get("gateway_host") or "127.0.0.1")
-        return base_url(host, port or new_port or 30000)
+        return base_url(host, port or new_port or SGLANG_DEFAULT_PORT)
     return {"gateways": gateways, "urls": [g["url"] for g in gateways], "worker_url": worker_url(old_port),
             "new_worker_url": worker_url(new_port)}
 

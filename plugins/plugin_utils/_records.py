@@ -20,7 +20,6 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import u
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter_delivery import drafter_state
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import switch_state, written_options
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._release_checks import why_not
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._unit_text import text_sha256
 
@@ -60,7 +59,7 @@ def traffic_figures(plan, out_of_rotation_s=None, drain=None):
 def host_result(plan, facts, host, observed):
     """What this run did on the host: the plan's change and what the run observed.
 
-    observed: ready (sglang_wait_ready's result), speed (sglang_speed_verdict's), out_of_rotation_s, drain
+    observed: ready (sglang_wait_ready's result), speed (the speed probe's verdict), out_of_rotation_s, drain
     (sglang_wait_idle's result), check_mode. Absent keys: not observed in this run.
     """
     package = (facts or {}).get("package") or {}
@@ -87,7 +86,7 @@ def host_result(plan, facts, host, observed):
 def rollout_record(plan, facts, measurements, outcome, reason, when):
     """What a switch did and measured, as the host keeps it (JSON) for the fleet report.
 
-    measurements: {before, after} (sglang_speed_probe results, or None), verdict (sglang_speed_verdict's),
+    measurements: {before, after} (sglang_speed_probe results, or None), verdict (the speed probe's),
     drain (sglang_wait_idle's result), out_of_rotation_s and canary (the canary's result, when judged).
     outcome: switched | rolled back.
     """
@@ -168,14 +167,6 @@ def fleet_row(host, facts=None, plan=None, algorithm=None, reached=True):
             "drafter": drafter_state(plan.get("settings") or {}, facts.get("draft_model")), "facts": shown}
 
 
-def host_rows(host, facts_result, raw_settings):
-    """The fleet report's rows of one host: each selected service's facts (an entry of the sglang_facts result's
-    services, or the result itself when the module failed) judged by the deployment's own plan."""
-    algorithm = raw_settings.get("algorithm")
-    return [fleet_row(host, facts, deployment_plan(facts, raw_settings), algorithm)
-            for facts in facts_result.get("services") or [facts_result]]
-
-
 def gpu_map(facts):
     """[{index, name, services, holders}] of the host's GPUs: the SGLang services given each GPU (by
     CUDA_VISIBLE_DEVICES, or holding it; a service that is given none sees every GPU) and the units whose
@@ -225,46 +216,61 @@ def gateway_state(gateway, workers_by_gateway):
             "summary": "; ".join(sorted(set(s["state"] for s in states)))}
 
 
-def fleet_rows(hostvars, hosts, gateway_read=None, from_cache=False, now=None):
-    """One report row per service, sorted by host (a host's services in the order they were selected).
+def collect_rows(results, hosts, cached=None, from_cache=False):
+    """One report row per service, sorted by host (a host's services in the order they were selected), before their
+    place in the gateways is known (place_rows).
 
-    This run's rows (from_cache false): the fleet_rows of each host's sglang_dflash_host_facts (the role's fleet_row
-    tasks register sglang_fleet_rows' result there) with each service's place in its gateways (gateway_read:
-    sglang_gateway_info's gateways); else fleet_row without facts: unreachable when that task could not reach the
-    host or the host was not in this run, failed when it was (sglang_fleet_reached), with the task's message when it
-    has one. Each row carries gathered_at (now).
-    From Ansible's fact cache (from_cache true, no host contacted): each host's cached rows (sglang_fleet_cached_rows,
-    the rows of its last gather, gateway state as read then) with from_cache set, or status unknown when the cache
-    has none.
+    This run's (from_cache false): results is {host: its sglang_dflash_result of this run, or None}: its
+    fleet_rows (the role's report tasks), else a row without facts, unreachable or failed with the reason the result
+    gives; a host with no result was not reached by this run. From Ansible's fact cache (from_cache true, no host
+    contacted): cached is {host: the rows of its last gather (sglang_fleet_cached_rows, gateway state as read then)},
+    each marked from_cache, or a row of status unknown when the cache has none.
     """
     rows = []
-    workers = gateway_workers(gateway_read)
     for host in sorted(hosts):
-        hv = hostvars[host]
         if from_cache:
-            cached = [dict(r) for r in (hv.get("ansible_facts") or {}).get("sglang_fleet_cached_rows") or []]
-            if not cached:
-                row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"))
-                row.update(status="unknown", gathered_at=None,
+            kept = [dict(r, from_cache=True) for r in (cached or {}).get(host) or []]
+            if not kept:
+                row = fleet_row(host)
+                row.update(status="unknown", gathered_at=None, from_cache=True,
                            reasons=["no row in Ansible's fact cache (not gathered with fact_caching on, or expired): "
                                     "run playbooks/gather_facts.yml"])
-                cached = [row]
-            for row in cached:
-                row["from_cache"] = True
-                rows.append(row)
+                kept = [row]
+            rows.extend(kept)
             continue
-        gathered = hv.get("sglang_dflash_host_facts") or {}
-        services = [dict(row, gateway=gateway_state(row.get("gateway"), workers))
-                    for row in gathered.get("fleet_rows") or []]
+        result = results.get(host) or {}
+        services = [dict(row) for row in result.get("fleet_rows") or []]
         if not services:
-            # No rows: the facts task could not reach the host or failed as a task (its message says why), or
-            # never ran on it.
-            row = fleet_row(host, algorithm=hv.get("sglang_dflash_algorithm"),
-                            reached=bool(hv.get("sglang_fleet_reached")) and not gathered.get("unreachable"))
-            if gathered.get("msg"):
-                row["reasons"].append(str(gathered["msg"])[:300])
+            # No rows: the report tasks could not reach the host or could not read it (the result says why), or this
+            # run did not target it.
+            row = fleet_row(host, algorithm=result.get("algorithm"),
+                            reached=bool(result) and not result.get("unreachable"))
+            if result.get("msg"):
+                row["reasons"].append(str(result["msg"])[:300])
             services = [row]
-        for row in services:
-            row.update(gathered_at=now, from_cache=False)
-            rows.append(row)
+        rows.extend(services)
     return rows
+
+
+def gateways_to_read(rows):
+    """The gateways the hosts of the rows are behind, each once (sglang_dflash_gateways, sglang_dflash_gateway_urls)."""
+    out = []
+    for row in rows:
+        for declaration in (row.get("gateway") or {}).get("gateways") or []:
+            if declaration not in out:
+                out.append(declaration)
+    return out
+
+
+def place_rows(rows, gateway_read=None, now=None):
+    """The rows of this run with each service's place in its gateways (gateway_read: sglang_gateway_info's gateways)
+    and the time they were gathered; rows from the fact cache are kept as they were."""
+    workers = gateway_workers(gateway_read)
+    placed = []
+    for row in rows:
+        if row.get("from_cache"):
+            placed.append(row)
+            continue
+        placed.append(dict(row, gateway=gateway_state(row.get("gateway"), workers), gathered_at=now,
+                           from_cache=False))
+    return placed

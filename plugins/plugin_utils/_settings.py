@@ -11,7 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+import os
 
+import yaml
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import LIMIT_IDS
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, relabel
@@ -25,12 +27,33 @@ INTEGER_SETTINGS = {
 }
 # Role variable -> lowest value (exclusive when the bound is 0) for the gates.
 FLOAT_SETTINGS = {"min_accept_length": 1.0, "min_speedup": 0.0}
-# Role variable -> its default when the caller gives none (the plan is also called from the report).
-BOOLEAN_SETTINGS = {"require_free_gpus": True, "disable_stopped_units": True, "speed_probe": True, "stop_drain": True,
-                    "restart_stopped_units": False}
+# Role variables that are true or false; a caller that gives none gets the role's default (defaults/main.yml).
+BOOLEAN_SETTINGS = ("require_free_gpus", "disable_stopped_units", "speed_probe", "stop_drain", "restart_stopped_units")
+PREFIX = "sglang_dflash_"
+# The role's own files, beside this collection's plugins: its defaults are the one place a default is written.
+_ROLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles", "sglang_dflash")
+_defaults = {}
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
 DRAFTER_REQUIRED = "sglang_dflash_draft_model_path is required"
+
+
+def role_defaults():
+    """{setting: default} of the role (its defaults/main.yml, the sglang_dflash_ prefix taken off)."""
+    if not _defaults:
+        with open(os.path.join(_ROLE_DIR, "defaults", "main.yml")) as handle:
+            _defaults.update((k[len(PREFIX):], v) for k, v in (yaml.safe_load(handle) or {}).items())
+    return dict(_defaults)
+
+
+def role_settings(raw, gateway_host=None):
+    """The settings a caller passes in (the role's vars/main.yml passes every variable of its argument spec), with the
+    role's default for any it leaves out and the address this host is reached at (the default worker URL's host)."""
+    settings = role_defaults()
+    settings.update(raw or {})
+    if gateway_host and not settings.get("gateway_host"):
+        settings["gateway_host"] = gateway_host
+    return settings
 
 
 def normalize_settings(raw, require_drafter=True):
@@ -98,8 +121,9 @@ def _floats(settings):
 
 def _booleans(settings):
     problems = []
-    for key, default in BOOLEAN_SETTINGS.items():
-        value = settings.get(key, default)
+    defaults = role_defaults()
+    for key in BOOLEAN_SETTINGS:
+        value = settings.get(key, defaults[key])
         if isinstance(value, bool):
             settings[key] = value
             continue

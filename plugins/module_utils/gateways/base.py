@@ -13,8 +13,8 @@ A kind answers five questions and takes four orders, each in its own protocol:
 - park(worker): after the drain, out for good until put back (HAProxy: MAINT; SMG: nothing, it is gone);
 - route(url, previous_url): in rotation again (SMG: added; HAProxy: READY, at the new address if it moved);
   False while the gateway still holds the worker (try again);
-- check(url): the preflight, GatewayError naming the gateway and what to set unless the worker can be taken
-  out and put back.
+- check(url, allow_missing): the preflight, GatewayError naming the gateway and what to set unless the worker can
+  be taken out and put back (allow_missing: a worker it does not list passes, one this collection took out).
 Target-side and controller-side alike (the fleet report states rows with state()).
 """
 
@@ -48,8 +48,20 @@ class Gateway(object):
     """The interface; see the module's docstring."""
 
     kind = None
+    # The fields of a declaration beside kind and url, each with whether it is required.
+    fields = {}
     # Whether a worker out of rotation stays listed (HAProxy keeps its server line; SMG forgets the worker).
     keeps_workers = False
+
+    @classmethod
+    def url_problem(cls, url):
+        """Why url cannot be this kind's address (naming what it must be), or None."""
+        raise NotImplementedError
+
+    @classmethod
+    def connect(cls, declaration, token=None, timeout=10.0):
+        """The gateway of a checked declaration ({kind, url, and this kind's fields})."""
+        raise NotImplementedError
 
     def __init__(self, url, timeout=10.0):
         self.url = str(url).rstrip("/")
@@ -66,10 +78,10 @@ class Gateway(object):
     def find(self, worker_url):
         return next((w for w in self.workers() if same_url(w.get("url"), worker_url)), None)
 
-    def check(self, worker_url):
+    def check(self, worker_url, allow_missing=False):
         workers = self.workers()
         worker = next((w for w in workers if same_url(w.get("url"), worker_url)), None)
-        if worker is None:
+        if worker is None and not allow_missing:
             raise GatewayError("%s does not list worker %s (it lists: %s): set sglang_dflash_gateway_worker_url to "
                                "the URL the gateway knows this host by"
                                % (self.name, worker_url, ", ".join(str(w.get("url")) for w in workers) or "none"))

@@ -125,7 +125,19 @@ class HAProxyGateway(Gateway):
     """The servers of one HAProxy backend, through the Runtime API."""
 
     kind = "haproxy"
+    fields = {"backend": True}
     keeps_workers = True
+
+    @classmethod
+    def url_problem(cls, url):
+        if socket_address(url)[0] is None:
+            return ("a haproxy gateway's url must be its stats socket, unix:///run/haproxy/admin.sock (or the path "
+                    "alone) or tcp://127.0.0.1:PORT, not %r" % (url,))
+        return None
+
+    @classmethod
+    def connect(cls, declaration, token=None, timeout=10.0):
+        return cls(declaration["url"], declaration["backend"], timeout=timeout)
 
     def __init__(self, url, backend, command=runtime_command, timeout=10.0, where=None):
         super(HAProxyGateway, self).__init__(url, timeout)
@@ -179,14 +191,14 @@ class HAProxyGateway(Gateway):
         return next((w for w in self.workers() if _host_port(w["url"])[1] == port
                      and host in (_host_port(w["url"])[0], (w.get("fqdn") or "").lower())), None)
 
-    def check(self, worker_url):
+    def check(self, worker_url, allow_missing=False):
         level = self._ask("show cli level").strip()
         if level != "admin":
             raise GatewayError("%s: the stats socket's level is %s, not admin: HAProxy would refuse to drain a "
                                "server; set `level admin` on its `stats socket` line in haproxy.cfg"
                                % (self.name, level or "unknown"))
         worker = self.find(worker_url)
-        if worker is None:
+        if worker is None and not allow_missing:
             servers = self.workers()
             host, port = _host_port(worker_url)
             raise GatewayError("%s has no server at %s:%s (it has: %s): set sglang_dflash_gateway_worker_url to "

@@ -7,9 +7,10 @@ module per kind; __init__.py stays empty, as ansible-test's empty-init check ask
 - declarations(): the inventory's gateways (sglang_dflash_gateways, and sglang_dflash_gateway_urls meaning SMG)
   checked and normalized, with a problem per bad entry; the role's settings and the modules use it alike;
 - connect(): the Gateway of one declaration (base.py says what a kind offers; smg.py, haproxy.py);
-- take_out / put_back / require_registered / describe / read: the steps, the same for every kind.
+- take_out / put_back / preflight / describe / read: the steps, the same for every kind.
 
-A new kind: a module beside smg.py with a Gateway subclass, an entry in KINDS, its fields in FIELDS.
+A new kind: a module beside smg.py with a Gateway subclass (its kind, fields, url_problem, connect) and an entry in
+KINDS.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,22 +24,13 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base impo
     GatewayError,
     state,
 )
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.haproxy import HAProxyGateway, socket_address
+from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.haproxy import HAProxyGateway
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.smg import SMGGateway
 
-KINDS = ("smg", "haproxy")
+# The registry of gateway kinds: kind -> its Gateway class (which says its declaration's fields, checks its url and
+# connects). A new kind is a module beside smg.py and one entry here.
+KINDS = dict((cls.kind, cls) for cls in (SMGGateway, HAProxyGateway))
 DEFAULT_KIND = "smg"
-# The fields of a declaration beside kind and url, with whether they are required.
-FIELDS = {"smg": {}, "haproxy": {"backend": True}}
-
-
-def _url_problem(kind, url):
-    if kind == "smg" and not str(url).startswith(("http://", "https://")):
-        return "an smg gateway's url must be http:// or https://, not %r" % (url,)
-    if kind == "haproxy" and socket_address(url)[0] is None:
-        return ("a haproxy gateway's url must be its stats socket, unix:///run/haproxy/admin.sock (or the path "
-                "alone) or tcp://127.0.0.1:PORT, not %r" % (url,))
-    return None
 
 
 def declarations(gateways=None, smg_urls=None):
@@ -64,12 +56,13 @@ def declarations(gateways=None, smg_urls=None):
         if kind not in KINDS:
             problems.append("%s: kind must be %s, not %r" % (where, " or ".join(KINDS), entry.get("kind")))
             continue
-        unknown = sorted(set(entry) - set(["kind", "url"]) - set(FIELDS[kind]))
-        missing = [k for k, required in FIELDS[kind].items() if required and not entry.get(k)]
-        url_problem = _url_problem(kind, entry["url"])
+        gateway_class = KINDS[kind]
+        unknown = sorted(set(entry) - set(["kind", "url"]) - set(gateway_class.fields))
+        missing = [k for k, required in gateway_class.fields.items() if required and not entry.get(k)]
+        url_problem = gateway_class.url_problem(entry["url"])
         if unknown:
             problems.append("%s: a %s gateway takes no %s (it takes kind, url%s)"
-                            % (where, kind, ", ".join(unknown), "".join(", " + k for k in FIELDS[kind])))
+                            % (where, kind, ", ".join(unknown), "".join(", " + k for k in gateway_class.fields)))
         if missing:
             problems.append("%s: set %s (the HAProxy backend that holds the fleet's servers)"
                             % (where, " and ".join(missing)))
@@ -77,7 +70,7 @@ def declarations(gateways=None, smg_urls=None):
             problems.append("%s: %s" % (where, url_problem))
         if not (unknown or missing or url_problem):
             declaration = {"kind": kind, "url": str(entry["url"]).rstrip("/") if kind == "smg" else str(entry["url"])}
-            declaration.update((k, str(entry[k])) for k in FIELDS[kind] if entry.get(k))
+            declaration.update((k, str(entry[k])) for k in gateway_class.fields if entry.get(k))
             out.append(declaration)
     return out, problems
 
@@ -89,10 +82,8 @@ def key(declaration):
 
 
 def connect(declaration, token=None, timeout=10.0):
-    kind = declaration.get("kind") or DEFAULT_KIND
-    if kind == "haproxy":
-        return HAProxyGateway(declaration["url"], declaration["backend"], timeout=timeout)
-    return SMGGateway(declaration["url"], token, timeout=timeout)
+    """The Gateway of one declaration, of the class its kind names."""
+    return KINDS[declaration.get("kind") or DEFAULT_KIND].connect(declaration, token, timeout)
 
 
 def read(declarations_, token=None, timeout=10.0):
@@ -121,15 +112,30 @@ def describe(gateways, worker_url):
     return [_where(gateway, gateway.find(worker_url)) for gateway in gateways]
 
 
-def require_registered(gateways, worker_url):
-    """describe() when every gateway can take the worker out and put it back; else GatewayError naming every
-    gateway that cannot, and what to set."""
+def preflight(gateways, worker_url, allow_missing=False):
+    """(states, problems): where each gateway that answered has the worker ([{gateway, kind, state, ...}], as
+    describe()), and why each gateway that cannot take it out and put it back cannot, naming it and what to set.
+    allow_missing: a gateway that answers but does not list the worker passes (a worker this collection took out in a
+    run that was cut)."""
     states, problems = [], []
     for gateway in gateways:
         try:
-            states.append(_where(gateway, gateway.check(worker_url)))
+            states.append(_where(gateway, gateway.check(worker_url, allow_missing)))
         except GatewayError as exc:
             problems.append(str(exc))
+            try:
+                # It answered and does not list the worker: that much is known; a gateway that did not answer is
+                # not guessed at.
+                states.append(_where(gateway, gateway.find(worker_url)))
+            except GatewayError:
+                pass
+    return states, problems
+
+
+def require_registered(gateways, worker_url, allow_missing=False):
+    """describe() when every gateway can take the worker out and put it back; else GatewayError naming every
+    gateway that cannot, and what to set."""
+    states, problems = preflight(gateways, worker_url, allow_missing)
     if problems:
         raise GatewayError("; ".join(problems))
     return states

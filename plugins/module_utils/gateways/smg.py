@@ -97,6 +97,16 @@ class SMGGateway(Gateway):
         self.token = token
         self.request = request
 
+    @classmethod
+    def url_problem(cls, url):
+        if not str(url).startswith(("http://", "https://")):
+            return "an smg gateway's url must be http:// or https://, not %r" % (url,)
+        return None
+
+    @classmethod
+    def connect(cls, declaration, token=None, timeout=10.0):
+        return cls(declaration["url"], token, timeout=timeout)
+
     def _call(self, method, path, body=None):
         status, answer = self.request(method, self.url + path, self.token, body, self.timeout)
         if status == 0:

@@ -1,5 +1,5 @@
-"""The role's variables are declared in defaults, argument_specs, vars/main.yml (the plan's settings) and the plan's
-normalisation: the four must agree."""
+"""The role's variables: each default written once (defaults/main.yml, with argument_specs.yml documenting it and a
+test keeping the two equal); vars/main.yml is generated from the spec, and the plan reads defaults/main.yml."""
 
 import re
 from pathlib import Path
@@ -51,10 +51,13 @@ def test_every_per_service_setting_is_a_setting_of_the_plan():
         assert "sglang_dflash_" + key in SPEC, key
 
 
-def test_the_fleet_rows_gather_with_the_options_of_the_deployments_facts():
-    # tasks/fleet_row.yml passes tasks/gather.yml's options to sglang_fleet_rows: the report reads what a deployment
-    # reads.
-    facts = yaml.safe_load((ROLE / "tasks" / "gather.yml").read_text())[0]["gpufleet.sglang.sglang_facts"]
-    rows = dict(yaml.safe_load((ROLE / "tasks" / "fleet_row.yml").read_text())[0]["gpufleet.sglang.sglang_fleet_rows"])
-    assert rows.pop("plan_settings") == "{{ sglang_dflash__settings }}"
-    assert rows == facts
+def test_the_plan_takes_every_variable_of_the_spec_but_the_secrets():
+    secrets = set(name for name, spec in SPEC.items() if spec.get("no_log"))
+    assert secrets == {"sglang_dflash_gateway_token", "sglang_dflash_drafter_token"}
+    assert set("sglang_dflash_" + key for key in SETTINGS) == set(SPEC) - secrets
+
+
+def test_the_plans_defaults_are_the_roles():
+    # The plan fills a setting a caller leaves out from defaults/main.yml itself, not from a copy of its own.
+    defaults = _settings.role_defaults()
+    assert defaults == dict((name[len("sglang_dflash_"):], value) for name, value in DEFAULTS.items())

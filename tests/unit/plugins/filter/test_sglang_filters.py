@@ -1,21 +1,26 @@
-"""The filter plugin is thin: each filter hands plain values to plugin_utils (tested there). Here: every filter
-is registered and documented, and the filters with a rule of their own."""
+"""The filters are tools for a user's own tasks, thin over the code the actions use (tested there). Here: every filter
+is registered and documented with an example, there are few of them, and each does what its example says."""
 
 from pathlib import Path
 
+import yaml
 from ansible_collections.gpufleet.sglang.plugins.filter.sglang import FilterModule
-from ansible_collections.gpufleet.sglang.plugins.filter.sglang_canary import FilterModule as CanaryFilters
 
 FILTER_DIR = Path(__file__).resolve().parents[4] / "plugins" / "filter"
+FILTERS = FilterModule().filters()
 
 
-def test_every_filter_is_documented():
-    filters = dict(FilterModule().filters(), **CanaryFilters().filters())
-    assert sorted(filters) == sorted(p.stem for p in FILTER_DIR.glob("sglang_*.yml"))
+def test_every_filter_is_documented_with_an_example_and_there_are_few():
+    assert sorted(FILTERS) == sorted(p.stem for p in FILTER_DIR.glob("sglang_*.yml"))
+    assert len(FILTERS) <= 6
+    for name in FILTERS:
+        doc = yaml.safe_load((FILTER_DIR / (name + ".yml")).read_text())
+        assert doc["DOCUMENTATION"]["name"] == name
+        assert "gpufleet.sglang.%s" % name in doc["EXAMPLES"], name
 
 
 def test_gpu_holders_allows_the_units_as_systemd_spells_them():
-    holders = FilterModule().filters()["sglang_gpu_holders"]
+    holders = FILTERS["sglang_gpu_holders"]
     gpus = {"processes": [
         {"gpu_index": 0, "pid": 10, "process_name": "python", "unit": "sglang-qwen.service", "used_memory_mib": 9},
         {"gpu_index": 1, "pid": 11, "process_name": "python", "unit": None, "used_memory_mib": 5},
@@ -23,31 +28,21 @@ def test_gpu_holders_allows_the_units_as_systemd_spells_them():
          "used_memory_mib": 4}]}
     assert holders(gpus, ["sglang-qwen"]) == ["GPU 1 pid 11 (python, no unit, 5 MiB)",
                                               "GPU 1 pid 12 (torchrun, exited meanwhile, 4 MiB)"]
+    assert holders(gpus, ["sglang-qwen"], [0]) == []
     assert holders({"skipped": True}, ["sglang-qwen"]) == []
 
 
-def test_unit_name():
-    unit_name = FilterModule().filters()["sglang_unit_name"]
-    assert unit_name("sglang-qwen") == "sglang-qwen.service" and unit_name("sglang@a.service") == "sglang@a.service"
+def test_redact_and_server_info_diff_do_what_their_examples_say():
+    assert FILTERS["sglang_redact"](["--api-key sk-0123456789 --port 30000"], ["sk-0123456789"]) == [
+        "--api-key ******** --port 30000"]
+    assert FILTERS["sglang_server_info_diff"]({"speculative_num_draft_tokens": 8},
+                                              {"speculative_num_draft_tokens": 16}) == [
+        ["speculative_num_draft_tokens", 16, 8]]
+    assert FILTERS["sglang_server_info_diff"]({"speculative_dflash_block_size": "16"},
+                                              {"speculative_dflash_block_size": 16}) == []
 
 
-def test_the_message_filters_take_ansibles_values():
-    filters = FilterModule().filters()
-    assert filters["sglang_gpus_busy_message"](("GPU 0 pid 1 (p, no unit, 1 MiB)",), 60, ("a.service",)) == (
-        "GPUs still in use 60s after stopping a.service: GPU 0 pid 1 (p, no unit, 1 MiB)")
-    assert filters["sglang_server_info_message"]([("k", 1, 2)], "/get_server_info") == (
-        "the server is healthy but runs other speculative settings than asked (/get_server_info): k=2 (asked 1)")
-    assert filters["sglang_speed_gates_message"]({"problems": ["p"], "summary": "s"}) == (
-        "the new server is healthy but does not pass the speed gates: p (s)")
-
-
-def test_the_canary_record_adds_the_verdict_to_the_hosts_record():
-    add = dict(CanaryFilters().filters())["sglang_canary_record"]
-    record = {"outcome": "switched", "unit": "sglang.service"}
-    result = {"verdict": "pass", "action": "continue", "source": "scrape", "window_s": 20, "canary_hosts": ["a"],
-              "baseline_hosts": ["b"], "figures": {"itl_p99": {"canary": 0.004, "baseline": 0.015}}, "failed": [],
-              "message": "the canary passed, ..."}
-    merged = add(record, result)
-    assert merged["outcome"] == "switched" and record == {"outcome": "switched", "unit": "sglang.service"}
-    assert merged["canary"]["verdict"] == "pass" and merged["canary"]["figures"] == result["figures"]
-    assert add(record, {})["canary"] is None
+def test_the_fleet_filters_read_the_reports_rows():
+    rows = [{"host": "gpu-1", "status": "ready", "reasons": [], "facts": {}, "unit": "sglang.service"}]
+    assert FILTERS["sglang_fleet_markdown"](rows).startswith("# ")
+    assert "1 of 1 hosts" in FILTERS["sglang_fleet_view"](rows)["verdict"]

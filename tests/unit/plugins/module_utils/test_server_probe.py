@@ -215,3 +215,19 @@ def test_health_that_never_answers_times_out(monkeypatch):
     result = wait(Systemctl(RUNNING), clock, timeout=5)
     assert result["ready"] is False and result["crashed"] is False
     assert result["reason"] == "/health did not answer 200 within 5s (last: 503)" and result["elapsed_s"] == 6.0
+
+
+def test_server_info_confirmation():
+    expected = {"speculative_algorithm": "DFLASH", "speculative_dflash_block_size": 16}
+    assert server_probe.confirm_server_info({"speculative_algorithm": "DFLASH",
+                                             "speculative_dflash_block_size": 16}, expected) == []
+    assert server_probe.confirm_server_info({"speculative_algorithm": None,
+                                             "speculative_dflash_block_size": "16"}, expected) == [
+        ["speculative_algorithm", "DFLASH", None]]
+
+
+def test_the_server_info_message_names_each_setting_as_reported_and_as_asked():
+    mismatch = [["speculative_algorithm", "DFLASH", None], ["speculative_num_draft_tokens", 16, "8"]]
+    assert server_probe.server_info_message(mismatch, "/server_info") == (
+        "the server is healthy but runs other speculative settings than asked (/server_info): "
+        "speculative_algorithm= (asked DFLASH), speculative_num_draft_tokens=8 (asked 16)")

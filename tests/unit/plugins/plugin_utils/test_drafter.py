@@ -1,7 +1,6 @@
-"""The drafter's config.json checks and the server's confirmation (plugin_utils/_drafter.py)."""
+"""The drafter's config.json checks (plugin_utils/_drafter.py)."""
 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._drafter import (
-    confirm_server_info,
     drafter_problems,
     host_drafter_problems,
 )
@@ -24,13 +23,6 @@ def test_drafter_checks():
     assert drafter_problems({"architectures": ["DFlashDraftModel"], "text_config": {"num_hidden_layers": 2}},
                             16)[0] == ["config.json has no block_size (in dflash_config or at the top level)"]
     assert drafter_problems([], 16)[0] == ["config.json is not a JSON object"]
-
-
-def test_server_info_confirmation():
-    expected = {"speculative_algorithm": "DFLASH", "speculative_dflash_block_size": 16}
-    assert confirm_server_info({"speculative_algorithm": "DFLASH", "speculative_dflash_block_size": 16}, expected) == []
-    assert confirm_server_info({"speculative_algorithm": None, "speculative_dflash_block_size": "16"}, expected) == [
-        ["speculative_algorithm", "DFLASH", None]]
 
 
 def test_a_drafter_directory_that_is_not_there_is_refused_unless_a_source_fetches_it_first():

@@ -8,7 +8,6 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import (
     plan_lines,
     rollback_message,
     rollout_summary,
-    server_info_message,
     speed_gates_message,
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
@@ -37,10 +36,10 @@ def test_rollout_summary_lines():
               "changed": True, "healthy": True, "time_to_healthy_s": 40.0, "changes": PLAN["changes"],
               "traffic": {"out_of_rotation_s": 55.0, "gateways": ["http://gw:30180"], "drained_requests": 2,
                           "drain_s": 5.0}, "speed": {"summary": "tokens/s 200.0 -> 480.0 (2.40x)", "notes": []}}
-    hostvars = {"a": {"sglang_dflash_result": result},
-                "b": {"sglang_dflash_outcome": {"state": "failed", "reason": "drafter crashed"}},
-                "c": {"sglang_dflash_outcome": {"state": "not started", "reason": "batch 1 failed"}}, "d": {}}
-    lines = rollout_summary(hostvars, ["a", "b", "c", "d"])
+    results = {"a": {"state": "done", "services": [result]},
+               "b": {"state": "failed", "reason": "drafter crashed"},
+               "c": {"state": "not started", "reason": "batch 1 failed"}, "d": {}}
+    lines = rollout_summary(results, ["a", "b", "c", "d"])
     assert lines[0] == ("a: sglang-qwen.service (switch) sglang 0.5.23 DFLASH changed, healthy=True, "
                         "healthy 40.0s after the server started")
     assert "  kept: 2 argument(s)" in lines
@@ -49,9 +48,9 @@ def test_rollout_summary_lines():
     assert lines[-3:] == ["b: FAILED: drafter crashed", "c: not started, left as it was: batch 1 failed",
                           "d: not reached (unreachable, or the play ended before it)"]
     # A canary that passed says so under its host; a failed or held one is the host's FAILED line.
-    hostvars["a"]["sglang_dflash_canary_result"] = {"action": "continue", "message": "the canary passed, x"}
-    hostvars["b"]["sglang_dflash_canary_result"] = {"action": "rollback", "message": "the canary failed, y"}
-    lines = rollout_summary(hostvars, ["a", "b"])
+    results["a"]["canary"] = {"action": "continue", "message": "the canary passed, x"}
+    results["b"]["canary"] = {"action": "rollback", "message": "the canary failed, y"}
+    lines = rollout_summary(results, ["a", "b"])
     assert "  the canary passed, x" in lines and not any("the canary failed" in line for line in lines)
 
 
@@ -70,8 +69,7 @@ def test_the_drafter_lines_say_the_services_the_copy_and_what_this_run_transferr
         "gpu-07: drafter for sglang-b: controller qwen (local-0123456789abcdef), 4194550 bytes, verified, "
         "already there"]
     # After the rollout, each host's drafters follow its services' lines.
-    lines = rollout_summary({"gpu-07": {"sglang_dflash_drafters": [DRAFTER],
-                                        "sglang_dflash_outcome": {"state": "failed", "reason": "x"}}}, ["gpu-07"])
+    lines = rollout_summary({"gpu-07": {"drafters": [DRAFTER], "state": "failed", "reason": "x"}}, ["gpu-07"])
     assert lines == drafter_lines("gpu-07", [DRAFTER]) + ["gpu-07: FAILED: x"]
 
 
@@ -94,13 +92,6 @@ def test_the_gpus_busy_message_names_the_wait_the_stopped_units_and_every_holder
         "GPUs still in use 5.0s after stopping : GPU 0 pid 1 (p, no unit, 1 MiB)")
 
 
-def test_the_server_info_message_names_each_setting_as_reported_and_as_asked():
-    mismatch = [["speculative_algorithm", "DFLASH", None], ["speculative_num_draft_tokens", 16, "8"]]
-    assert server_info_message(mismatch, "/server_info") == (
-        "the server is healthy but runs other speculative settings than asked (/server_info): "
-        "speculative_algorithm= (asked DFLASH), speculative_num_draft_tokens=8 (asked 16)")
-
-
 def test_the_speed_gates_message_gives_every_problem_and_the_figures():
     verdict = {"passed": False, "problems": ["speedup 1.02x is below sglang_dflash_min_speedup=1.2", "b"],
                "summary": "tokens/s 200.0 -> 204.0 (1.02x)"}
@@ -109,8 +100,21 @@ def test_the_speed_gates_message_gives_every_problem_and_the_figures():
         "sglang_dflash_min_speedup=1.2; b (tokens/s 200.0 -> 204.0 (1.02x))")
 
 
-def test_a_gateway_refusal_names_host_unit_algorithm_and_says_the_host_is_still_in_rotation():
-    plan = {"unit": "sglang-qwen.service", "algorithm": "DFLASH"}
-    assert gateway_refusal_message(plan, "gpu-01", "HAProxy socket /run/haproxy.sock does not exist") == (
+def test_a_gateway_refusal_says_where_the_host_is_only_as_the_gateways_that_answered_said_it():
+    check = {"unit": "sglang-qwen.service", "algorithm": "DFLASH", "mode": "switch"}
+    # No gateway answered (a socket that is not there): nothing is said of the rotation.
+    assert gateway_refusal_message(check, "gpu-01", "HAProxy socket /run/haproxy.sock does not exist") == (
         "host gpu-01, unit sglang-qwen.service: cannot deploy DFLASH: HAProxy socket /run/haproxy.sock does not "
-        "exist. Nothing was changed on this host, and it is still in rotation.")
+        "exist. Nothing was changed on this host.")
+    # The gateway answered and does not list the host: it is not in rotation there, whatever else.
+    states = [{"gateway": "http://gw:30180", "state": "not registered"}]
+    assert gateway_refusal_message(check, "gpu-01", "gateway http://gw:30180 does not list worker w", states) == (
+        "host gpu-01, unit sglang-qwen.service: cannot deploy DFLASH: gateway http://gw:30180 does not list worker w. "
+        "Nothing was changed on this host; it is not in rotation where the gateways said so (http://gw:30180: not "
+        "registered).")
+    # One gateway refused the token, the other answered and routes to the host.
+    states = [{"gateway": "http://gw-2:30180", "state": "in rotation"}]
+    assert gateway_refusal_message(dict(check, mode="revert"), "gpu-01", "gateway http://gw-1 refused the token",
+                                   states) == (
+        "host gpu-01, unit sglang-qwen.service: cannot revert the switch: gateway http://gw-1 refused the token. "
+        "Nothing was changed on this host, and it is still in rotation at http://gw-2:30180.")

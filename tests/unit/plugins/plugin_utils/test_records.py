@@ -1,17 +1,16 @@
 """Every record the role and the fleet report keep, each built once (plugin_utils/_records.py)."""
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import (
+    collect_rows,
     fleet_row,
-    fleet_rows,
     gateway_state,
+    gateways_to_read,
     host_result,
-    host_rows,
+    place_rows,
     rollout_record,
     traffic_figures,
 )
-from plan_facts import NEXTN, SETTINGS, facts_for
 
 PLAN = {"unit": "sglang-qwen.service", "mode": "switch", "algorithm": "DFLASH", "fallback": None, "needs_change": True,
         "changes": {"kept": ["--tp 2"], "removed": ["--speculative-algorithm NEXTN"], "added": [], "overridden": []},
@@ -107,9 +106,9 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
                             {"kind": "haproxy", "url": "unix:///run/haproxy/admin.sock", "backend": "sglang"}],
                "urls": ["http://gw:30180", "http://gw2:30180", "unix:///run/haproxy/admin.sock"],
                "worker_url": "http://10.0.0.5:30000"}
-    hostvars = {"b": {"sglang_dflash_host_facts": {"fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"),
-                                                                       gateway=gateway)]}},
-                "a": {"sglang_fleet_reached": True, "sglang_dflash_algorithm": "DDTREE"}, "c": {}}
+    # b's report tasks gave its rows; a was reached and gave none (the reason is its result's msg); c was not reached.
+    results = {"b": {"fleet_rows": [dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gateway=gateway)]},
+               "a": {"this_run": True, "algorithm": "DDTREE", "fleet_rows": []}, "c": {}}
     # sglang_gateway_info's answer: each worker already stated by the seam.
     reads = [{"key": "smg http://gw:30180", "error": None,
               "workers": [{"url": "http://10.0.0.5:30000/", "status": "ready", "state": "in rotation"}]},
@@ -117,7 +116,9 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
               "workers": None},
              {"key": "haproxy unix:///run/haproxy/admin.sock sglang", "error": None,
               "workers": [{"url": "http://10.0.0.5:30000", "status": "drain", "state": "out of rotation (drain)"}]}]
-    rows = fleet_rows(hostvars, ["c", "b", "a"], reads)
+    collected = collect_rows(results, ["c", "b", "a"])
+    assert gateways_to_read(collected) == gateway["gateways"]
+    rows = place_rows(collected, reads)
     assert [(r["host"], r["status"]) for r in rows] == [("a", "failed"), ("b", "ready"), ("c", "unreachable")]
     assert rows[0]["algorithm"] == "DDTREE"
     assert rows[1]["gateway"]["states"] == [
@@ -127,80 +128,36 @@ def test_fleet_rows_every_host_sorted_with_its_gateway_state():
 
 
 def test_fleet_rows_name_a_host_the_facts_task_could_not_reach_or_failed_on_with_its_message():
-    # The registered result of an unreachable facts task (the play ignores unreachable hosts) holds no rows.
-    hostvars = {"a": {"sglang_fleet_reached": True, "sglang_dflash_host_facts": {
-        "unreachable": True, "changed": False, "msg": "Failed to connect to the host via ssh: No route to host"}}}
-    hostvars["b"] = {"sglang_fleet_reached": True, "sglang_dflash_host_facts": {
-        "failed": True, "msg": "plan_settings needs the facts at once: run this task without async"}}
-    rows = fleet_rows(hostvars, ["a", "b"])
+    # What the report tasks keep of an unreachable host (the play ignores unreachable hosts), and of one whose facts
+    # could not be read: no rows, and the reason.
+    results = {"a": {"this_run": True, "fleet_rows": [], "unreachable": True,
+                     "msg": "Failed to connect to the host via ssh: No route to host"},
+               "b": {"this_run": True, "fleet_rows": [], "unreachable": False,
+                     "msg": "plan_settings needs the facts at once: run this task without async"}}
+    rows = collect_rows(results, ["a", "b"])
     assert [(r["host"], r["status"]) for r in rows] == [("a", "unreachable"), ("b", "failed")]
     assert rows[0]["reasons"][-1] == "Failed to connect to the host via ssh: No route to host"
     assert rows[1]["reasons"][-1] == "plan_settings needs the facts at once: run this task without async"
 
 
-def test_host_rows_judge_each_selected_service_with_the_deployment_plan():
-    # Two selected services; the second's entry of sglang_dflash_services asks a block size the plan refuses.
-    first = facts_for(NEXTN, selected_by=0)
-    second = facts_for(NEXTN.replace("--port 30001", "--port 30002"), selected_by=1)
-    second["unit"] = dict(second["unit"], id="sglang-b.service", name="sglang-b")
-    result = {"changed": False, "services": [first, second]}
-    settings = dict(SETTINGS, services=[{"name": "sglang-qwen"}, {"name": "sglang-b", "block_size": 0}])
-    rows = host_rows("gpu-1", result, settings)
-    assert [(r["host"], r["unit"], r["status"]) for r in rows] == [
-        ("gpu-1", "sglang-qwen.service", "ready"), ("gpu-1", "sglang-b.service", "blocked")]
-    assert "sglang_dflash_services (sglang-b) block_size must be between 1 and 1024, not 0" in rows[1]["reasons"]
-    assert rows[0] == fleet_row("gpu-1", first, deployment_plan(first, settings), "DFLASH")
-
-
-def test_each_row_says_where_its_drafter_comes_from_and_whether_its_verified_copy_is_there():
-    path = "/var/lib/gpufleet-sglang/drafters/lab--qwen-dflash/" + "a" * 40
-    source = {"repo": "lab/qwen-dflash", "revision": "a" * 40}
-    copy = {"source": "hub", "repo": "lab/qwen-dflash", "revision": "a" * 40, "commit": "a" * 40,
-            "verified_at": "2026-12-06T07:00:00Z", "files": 4, "total_bytes": 4194550, "complete": True}
-    fetched = facts_for(NEXTN, draft_model=dict(facts_for(NEXTN)["draft_model"], path=path + "/config.json",
-                                                store_copy=copy))
-    row = host_rows("gpu-1", fetched, dict(SETTINGS, draft_model_path=path, drafter=source))[0]
-    assert row["status"] == "ready" and row["drafter"]["verified"] is True
-    assert row["drafter"]["summary"].startswith("hub lab/qwen-dflash@%s: verified copy present" % ("a" * 40))
-    # Not fetched yet: the report says so and does not block the host (a deployment fetches it first).
-    missing = facts_for(NEXTN, draft_model={"path": path + "/config.json", "dir_exists": False,
-                                            "error": "no such file", "store_copy": None})
-    row = host_rows("gpu-1", missing, dict(SETTINGS, draft_model_path=path, drafter=source))[0]
-    assert row["status"] == "ready", row["reasons"]
-    assert (row["drafter"]["present"], row["drafter"]["verified"]) == (False, False)
-    assert "not on the host yet" in row["drafter"]["summary"]
-    # A plain drafter path: the path and whether it is there.
-    plain = host_rows("gpu-1", facts_for(NEXTN), SETTINGS)[0]
-    assert plain["drafter"]["source"] == "path" and plain["drafter"]["present"] is True
-
-
-def test_host_rows_of_a_failed_facts_module_is_one_blocked_row_with_its_message():
-    result = {"failed": True, "msg": "host gpu-1: timeout must be greater than 0, not 0"}
-    rows = host_rows("gpu-1", result, SETTINGS)
-    assert [r["status"] for r in rows] == ["blocked"]
-    assert "gathering the facts failed: host gpu-1: timeout must be greater than 0" in rows[0]["reasons"][0]
-
-
 def test_fleet_rows_carry_the_time_they_were_gathered():
-    hostvars = {"b": {"sglang_dflash_host_facts": {"fleet_rows": [fleet_row("b", FACTS, PLAN, "DFLASH")]}}, "a": {}}
-    rows = fleet_rows(hostvars, ["a", "b"], now="2026-12-05T10:00:00Z")
+    results = {"b": {"fleet_rows": [fleet_row("b", FACTS, PLAN, "DFLASH")]}, "a": {}}
+    rows = place_rows(collect_rows(results, ["a", "b"]), now="2026-12-05T10:00:00Z")
     assert [(r["host"], r["gathered_at"], r["from_cache"]) for r in rows] == [
         ("a", "2026-12-05T10:00:00Z", False), ("b", "2026-12-05T10:00:00Z", False)]
     # the host's own row is not changed
-    assert "gathered_at" not in hostvars["b"]["sglang_dflash_host_facts"]["fleet_rows"][0]
+    assert "gathered_at" not in results["b"]["fleet_rows"][0]
 
 
 def test_fleet_rows_from_the_fact_cache_read_no_fresh_row():
     # The cache's row (its host's last gather), never this run's variables; a host the cache has no row for is unknown.
     cached = dict(fleet_row("b", FACTS, PLAN, "DFLASH"), gathered_at="2026-12-01T08:00:00Z", from_cache=False,
                   gateway={"worker_url": "http://10.0.0.5:30000", "states": [], "summary": ""})
-    hostvars = {"b": {"ansible_facts": {"sglang_fleet_cached_rows": [cached]},
-                      "sglang_dflash_host_facts": {
-                          "fleet_rows": [fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")]}},
-                "a": {"sglang_fleet_reached": True,
-                      "sglang_dflash_host_facts": {"fleet_rows": [fleet_row("a", FACTS, PLAN, "DFLASH")]}}}
-    rows = fleet_rows(hostvars, ["b", "a"], [{"item": "http://gw:30180", "status": 200, "json": {"workers": []}}],
-                      from_cache=True, now="2026-12-05T10:00:00Z")
+    results = {"b": {"fleet_rows": [fleet_row("b", {}, {"errors": ["a fresh row"]}, "DFLASH")]},
+               "a": {"fleet_rows": [fleet_row("a", FACTS, PLAN, "DFLASH")]}}
+    collected = collect_rows(results, ["b", "a"], cached={"b": [cached]}, from_cache=True)
+    rows = place_rows(collected, [{"item": "http://gw:30180", "status": 200, "json": {"workers": []}}],
+                      now="2026-12-05T10:00:00Z")
     assert [(r["host"], r["status"], r["from_cache"], r["gathered_at"]) for r in rows] == [
         ("a", "unknown", True, None), ("b", "ready", True, "2026-12-01T08:00:00Z")]
     assert "fact cache" in rows[0]["reasons"][0] and rows[0]["facts"] is None

@@ -1,0 +1,126 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpufleet.sglang.sglang_dflash_plan (documented in plugins/modules/sglang_dflash_plan.py): the controller's decision
+for one host.
+
+Reads the host once (gpufleet.sglang.sglang_facts, with the options the settings imply) and decides on the controller
+(plugin_utils/_host_plan.py): each service's plan and steps, the lines that show it, every reason to refuse it, the
+gateway checks to make first; or the fleet report's rows; or where the drafters come from; or a failed switch's
+rollback. The facts (about 230 KB a host, most of it the release's flags) are never kept as a host variable.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery, _host_plan, _steps
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name, stamped
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
+
+FACTS_MODULE = "gpufleet.sglang.sglang_facts"
+ARGUMENT_SPEC = {
+    "settings": {"type": "dict", "required": True},
+    "mode": {"type": "str", "default": "deploy", "choices": ["deploy", "survey", "report", "drafters", "rollback"]},
+    "drafters": {"type": "list", "elements": "dict"},
+    "results": {"type": "list", "elements": "dict"},
+    "plan": {"type": "dict"},
+    "intent": {"type": "dict"},
+    "failure": {"type": "dict"},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True  # the facts module only reads; in check mode the steps that change plan nothing
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        task_vars = task_vars or {}
+        host = task_vars.get("inventory_hostname")
+        settings = role_settings(args["settings"], gateway_host=task_vars.get("ansible_host") or host)
+        mode = args["mode"]
+        result["changed"] = False
+        if mode == "drafters":
+            result.update(self._drafters(settings, host, args["results"]))
+            return result
+        if mode == "rollback":
+            if not args["plan"]:
+                raise AnsibleActionFail("mode=rollback needs the failed service's plan")
+            result["steps"] = _steps.rollback_steps(args["plan"], args["plan"].get("facts"), args["intent"],
+                                                    args["failure"], bool(self._task.check_mode), _hooks(settings))
+            return result
+        try:
+            settings = _host_plan.resolve_drafters(settings, host, args["drafters"])
+        except _host_plan.HostPlanError as exc:
+            result.update(_refused(host, str(exc), mode))
+            return result
+        facts = self._facts(settings, task_vars)
+        if mode == "report":
+            result["fleet_rows"] = _host_plan.report_rows(host, facts, settings)
+            rows = {"host": host, "fleet_rows": result["fleet_rows"]}
+            result["ansible_facts"] = {"sglang_dflash_result": stamped(rows)}
+            return result
+        decided = _host_plan.plan_host(facts, settings, host, bool(self._task.check_mode), _hooks(settings),
+                                       run_name(), self._prompts(settings))
+        result.update(decided)
+        if mode == "survey":
+            # What the rollout play needs of every host before its first batch (playbooks/deploy_dflash.yml).
+            result["ansible_facts"] = {"sglang_dflash_result": stamped(_host_plan.survey(
+                host, decided, settings, bool(self._task.check_mode)))}
+            del result["services"]
+        return result
+
+    def _prompts(self, settings):
+        """The lines of the operator's prompts file on the controller (sglang_dflash_speed_probe_prompts_file), found
+        as the file lookup finds a file (the role's and the playbook's files directories, or an absolute path)."""
+        path = settings.get("speed_probe_prompts_file")
+        if not path or settings.get("speed_probe_prompts"):
+            return []
+        try:
+            found = self._find_needle("files", path)
+            with open(found) as handle:
+                return [line.strip() for line in handle if line.strip()]
+        except (AnsibleError, OSError) as exc:
+            raise AnsibleActionFail("sglang_dflash_speed_probe_prompts_file %s cannot be read on the controller: %s"
+                                    % (path, exc)) from None
+
+    def _facts(self, settings, task_vars):
+        facts = self._execute_module(module_name=FACTS_MODULE, module_args=_host_plan.facts_options(settings),
+                                     task_vars=task_vars)
+        self._remove_tmp_path(self._connection._shell.tmpdir)
+        if facts.get("unreachable"):
+            raise AnsibleActionFail(facts.get("msg") or "the host could not be reached")
+        return facts
+
+    @staticmethod
+    def _drafters(settings, host, results):
+        """Without results: each drafter source of the host once (from a mirror, from the controller). With the fetch
+        and push results: what each gave, kept as the host's sglang_dflash_drafters."""
+        try:
+            if results is None:
+                sources = _drafter_delivery.drafter_sources(settings.get("drafter"), settings.get("services"), host,
+                                                            settings.get("draft_model_path"))
+                return {"hub": [s for s in sources if s["source"].get("repo")],
+                        "controller": [s for s in sources if s["source"].get("src")]}
+            drafters = _drafter_delivery.drafter_report(results)
+        except _drafter_delivery.DrafterSourceError as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        return {"drafters": drafters, "ansible_facts": {"sglang_dflash_drafters": drafters}}
+
+
+def _hooks(settings):
+    return {"out": bool(settings.get("out_of_rotation_tasks")), "back": bool(settings.get("back_in_rotation_tasks"))}
+
+
+def _refused(host, reason, mode):
+    """A host whose settings cannot be read at all: refused with the reason (a row of the report says it)."""
+    if mode == "report":
+        return {"msg": reason, "failed": True}
+    return {"services": [], "refusals": [reason + " Nothing was changed on this host."], "lines": [],
+            "gateway_checks": [], "restart_units": [], "nothing_to_do": False, "msg": reason}
