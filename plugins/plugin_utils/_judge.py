@@ -61,6 +61,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import bisect
+import itertools
 import math
 import statistics
 
@@ -105,6 +106,8 @@ DEFAULTS = {
 VERDICTS = ("better", "worse", "no difference", "too few samples")
 STATUSES = ("wins", "loses", "no difference", "failed guardrail", "too few samples")
 OUTCOMES = ("winner", "keep control", "extend", "hold")
+# Loads further apart than this are named in the lines.
+LOAD_NOTE_RATIO = 1.5
 # Without ties and with at most this many samples in all, the exact distribution of U.
 EXACT_MAX_SAMPLES = 50
 # Up to this many pairwise differences they are all sorted; beyond, each order statistic is selected.
@@ -561,7 +564,8 @@ def _percent(value):
 
 def describe(metric, comparison):
     """One metric's comparison in words: "decode tokens/s per running request +12.3 % [+8.1 %, +16.0 %] better"
-    (the shift and its interval relative to the control's median), or why there is no verdict."""
+    (the shift and its interval relative to the control's median, and the loads when they differ much), or
+    why there is no verdict."""
     label = METRICS[metric][0] if metric in METRICS else metric
     if comparison.get("verdict") == "too few samples":
         return "%s: too few samples (%d and %d, at least %d each)" % (
@@ -573,7 +577,18 @@ def describe(metric, comparison):
         return "%s %s %s (absolute) %s" % (label, shown, interval, comparison["verdict"])
     interval = ("[%s, %s]" % (_percent(comparison["low_relative"]), _percent(comparison["high_relative"]))
                 if comparison.get("low_relative") is not None else "[no interval]")
-    return "%s %s %s %s" % (label, _percent(comparison["shift_relative"]), interval, comparison["verdict"])
+    return "%s %s %s %s%s" % (label, _percent(comparison["shift_relative"]), interval, comparison["verdict"],
+                              _load_note(comparison))
+
+
+def _load_note(comparison):
+    """' (at 24 vs 12 running requests)' when the two sides ran at loads more than LOAD_NOTE_RATIO apart: a
+    request decodes slower in a fuller batch, so the shift may be the load's (load_band leaves such blocks
+    out)."""
+    loads = (comparison.get("running_arm"), comparison.get("running_control"))
+    if None in loads or min(loads) <= 0 or max(loads) / min(loads) <= LOAD_NOTE_RATIO:
+        return ""
+    return " (at %.0f vs %.0f running requests)" % loads
 
 
 def summary_line(arm, comparisons, status=None):
@@ -761,9 +776,11 @@ def evaluate(samples, arms, control_hosts, settings=None, interval_s=None, max_w
 
     Returns decide()'s dict plus "against_control", "between_arms" (compare() dicts with "running_arm",
     "running_control", "left_out_for_load", "hosts_arm", "hosts_control"), "guardrails" (guardrails()'s),
-    "lines" (summary_line of each arm), "interval_s", "block_intervals", "host_spread" ({metric: the spread
-    used}) and "settings"."""
+    "lines" (summary_line of each arm), "pair_lines" (each pair of arms in order, the first against the
+    second, in words), "interval_s", "block_intervals", "host_spread" ({metric: the spread used}) and
+    "settings". Raises ValueError on wrong settings, an arm name twice or a host in two groups."""
     config, problem = configure(settings)
+    problem = problem or _groups_problem(arms, control_hosts)
     if problem:
         raise ValueError(problem)
     interval = interval_s or interval_of(samples)
@@ -802,5 +819,21 @@ def evaluate(samples, arms, control_hosts, settings=None, interval_s=None, max_w
     result = decide(against, between, checked, order, max_window_reached, objective, config["require"])
     result.update(against_control=against, between_arms=between, guardrails=checked,
                   lines=[summary_line(a, against[a], result["arms"][a]["status"]) for a in order],
+                  pair_lines=["arm %s against arm %s: %s" % (a, b, "; ".join(
+                      describe(m, c) for m, c in between[a][b].items())) for a, b in itertools.combinations(order, 2)],
                   interval_s=interval, block_intervals=block, host_spread=spread, settings=config)
     return result
+
+
+def _groups_problem(arms, control_hosts):
+    """Why the arms and the control cannot be judged ('' when they can): a name twice, a host in two groups."""
+    names = [arm.get("name") for arm in arms]
+    if len(set(names)) != len(names) or None in names:
+        return "every arm needs a name of its own, not %r" % (names,)
+    seen = dict((host, "the control") for host in control_hosts)
+    for arm in arms:
+        for host in arm.get("hosts") or []:
+            if host in seen:
+                return "host %s is in arm %s and in %s: a host serves one setting" % (host, arm["name"], seen[host])
+            seen[host] = "arm %s" % arm["name"]
+    return ""

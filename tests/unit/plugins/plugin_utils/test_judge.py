@@ -138,6 +138,13 @@ def test_selecting_order_statistics_matches_sorting_all_differences(monkeypatch)
         assert pairwise_differences_at(a, b, ranks) == [differences[r - 1] for r in ranks]
 
 
+def test_selection_ends_when_every_difference_is_the_same(monkeypatch):
+    monkeypatch.setattr(_judge, "SORT_MAX_PAIRS", 0)
+    assert pairwise_differences_at([1.0] * 100, [1.0] * 90, [1, 4500, 9000]) == [0.0, 0.0, 0.0]
+    assert hodges_lehmann([2.0] * 100, [1.0] * 90) == {"shift": 1.0, "low": 1.0, "high": 1.0, "confidence": 0.98,
+                                                       "method": "normal"}
+
+
 def test_the_interval_covers_the_true_shift_as_often_as_it_says():
     rng = random.Random(3)
     covered = 0
@@ -336,6 +343,22 @@ def test_between_two_winners_the_better_on_the_objective_else_the_first_listed()
     assert decide(against, {}, None, ["B", "A"])["winner"] == "B"  # not compared: the operator's order
 
 
+def test_of_three_winners_one_beaten_is_out_and_the_first_listed_of_the_rest_wins():
+    against = dict((arm, {"decode_per_request": BETTER}) for arm in "ABC")
+    between = {"A": {"B": {"decode_per_request": SAME}, "C": {"decode_per_request": SAME}},
+               "B": {"A": {"decode_per_request": SAME}, "C": {"decode_per_request": figure("worse", -0.06, -0.08,
+                                                                                              -0.04)}},
+               "C": {"A": {"decode_per_request": SAME}, "B": {"decode_per_request": figure("better", 0.06, 0.04,
+                                                                                              0.08)}}}
+    assert decide(against, between, None, ["B", "C", "A"])["winner"] == "C"
+    found = decide(against, between, None, ["A", "B", "C"])
+    assert found["winner"] == "A" and found["roll_back"] == ["B", "C"]
+    assert [reason.split(":")[0] for reason in found["reasons"]] == [
+        "arms A and B both beat the control and neither is better than the other on decode tokens/s per running "
+        "request (A against B", "arms A and C both beat the control and neither is better than the other on decode "
+        "tokens/s per running request (A against C"]
+
+
 def test_a_failed_guardrail_goes_back_at_once_and_the_others_go_on():
     checked = {"failed": ["A"], "reasons": {"A": "broke a guardrail: aborted requests 2.50 % on a1"}}
     found = decide({"A": {"decode_per_request": BETTER}, "B": {"decode_per_request": FEW}}, {}, checked, ["A", "B"])
@@ -382,6 +405,10 @@ def test_a_canary_may_require_no_worse_instead_of_better():
 def test_lines_in_words():
     assert describe("decode_per_request", figure("better", 0.123, 0.081, 0.16)) == (
         "decode tokens/s per running request +12.3 % [+8.1 %, +16.0 %] better")
+    loaded = dict(figure("better", 0.123, 0.081, 0.16), running_arm=24.0, running_control=12.2)
+    assert describe("decode_per_request", loaded) == (
+        "decode tokens/s per running request +12.3 % [+8.1 %, +16.0 %] better (at 24 vs 12 running requests)")
+    assert describe("decode_per_request", dict(loaded, running_control=17.0)).endswith("better")
     absolute = dict(figure("worse"), shift_relative=None, shift=0.012, low=0.004, high=0.02)
     assert describe("abort_ratio", absolute) == "aborted requests +0.012 [+0.004, +0.02] (absolute) worse"
     assert summary_line("A", {"decode_per_request": BETTER, "ttft_p99": FEW}, "too few samples") == (
@@ -445,6 +472,9 @@ def test_an_experiment_from_its_samples():
     assert sorted(found["between_arms"]["A"]["B"]) == ["accept_length", "decode_per_request"]
     assert found["between_arms"]["A"]["B"]["accept_length"]["verdict"] == "better"
     assert found["lines"][0].startswith("arm A (wins): decode tokens/s per running request +49.7 % [+4")
+    assert found["pair_lines"] == ["arm A against arm B: " + "; ".join(
+        describe(m, c) for m, c in found["between_arms"]["A"]["B"].items())]
+    assert found["pair_lines"][0].startswith("arm A against arm B: decode tokens/s per running request +1")
     assert found["host_spread"]["decode_per_request"] >= DEFAULTS["host_spread"]
 
 
@@ -464,6 +494,10 @@ def test_a_canary_is_an_experiment_of_one_arm():
     assert failed["outcome"] == "keep control" and failed["arms"]["canary"]["status"] == "failed guardrail"
     with pytest.raises(ValueError, match="confidence must be"):
         evaluate(samples, canary, ["c1"], settings={"confidence": 2})
+    with pytest.raises(ValueError, match="host c1 is in arm canary and in the control: a host serves one setting"):
+        evaluate(samples, [{"name": "canary", "hosts": ["c1"]}], ["c1"])
+    with pytest.raises(ValueError, match="every arm needs a name of its own"):
+        evaluate(samples, canary + canary, ["c1"])
 
 
 def test_blocks_at_very_different_loads_can_be_left_out():
