@@ -335,7 +335,8 @@ def compare(arm_samples, control_samples, better, confidence=0.98, tolerance=0.0
 
     Returns {"better", "confidence", "tolerance", "min_samples", "n_arm", "n_control", "median_arm",
     "median_control", "shift", "low", "high", "shift_relative", "low_relative", "high_relative",
-    "host_margin", "p_value", "verdict"}."""
+    "host_margin", "p_value", "verdict"}; p_value is the rank test's, without the host margin (for the
+    record: the interval decides)."""
     if better not in ("higher", "lower"):
         raise ValueError("better must be 'higher' or 'lower', not %r" % (better,))
     arm, control = _clean(arm_samples), _clean(control_samples)
