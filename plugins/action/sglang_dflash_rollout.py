@@ -116,10 +116,10 @@ class ActionModule(ActionBase):
         the record of each service its switch changed, written on the host with the canary's intent cleared."""
         verdict = args["verdict"] or {}
         own = dict(args["result"], canary=verdict)
-        if verdict.get("action") != "rollback":
+        if verdict.get("action") != "rollback" and not self._task.check_mode:
             for service in own.get("services") or []:
-                if service.get("changed") and service.get("record_content") and not self._task.check_mode:
-                    self._write_record(args["state_dir"], service, _canary.record(verdict))
+                if service.get("changed"):
+                    self._write_record(args["state_dir"], service["unit"], _canary.record(verdict))
         return {"ansible_facts": {RESULT: own}}
 
     def _canary_failed(self, args, host):
@@ -129,11 +129,11 @@ class ActionModule(ActionBase):
         failed["canary"] = stage["result"]
         return {"ansible_facts": {RESULT: failed}}
 
-    def _write_record(self, state_dir, service, canary):
-        record = dict(service["record_content"], canary=canary)
+    def _write_record(self, state_dir, unit, canary):
+        """The verdict into the unit's record on the host, and the canary's intent cleared, in one module run."""
         written = self._execute_module(
             module_name="gpufleet.sglang.sglang_run_state",
-            module_args={"dir": state_dir, "unit": service["unit"], "record": record, "clear_intent": True},
+            module_args={"dir": state_dir, "unit": unit, "record_update": {"canary": canary}, "clear_intent": True},
             task_vars=self._vars)
         self._remove_tmp_path(self._connection._shell.tmpdir)
         if written.get("failed"):

@@ -77,10 +77,12 @@ def read_json(path):
     return data
 
 
-def update(state_dir, unit, intent=None, clear_intent=False, record=None, drop_snapshot=False, dry_run=False):
+def update(state_dir, unit, intent=None, clear_intent=False, record=None, drop_snapshot=False, dry_run=False,
+           record_update=None):
     """Merge intent into the unit's intent file (its phase and what the step will do), or clear it, write the record
     when given, and drop the unit's previous-state copy (module_utils/file_snapshot.py, <state_dir>/<unit>/) once the
-    switch is recorded. Returns {changed, previous (the intent before), intent (after), now, monotonic_us}."""
+    switch is recorded. record_update: keys merged into the record already there (the canary's verdict, once judged).
+    Returns {changed, previous (the intent before), intent (after), now, monotonic_us}."""
     if intent is not None and intent.get("phase") not in PHASES:
         raise RunStateError("an intent's phase must be one of %s, not %r" % (", ".join(PHASES), intent.get("phase")))
     path = intent_path(state_dir, unit)
@@ -101,6 +103,9 @@ def update(state_dir, unit, intent=None, clear_intent=False, record=None, drop_s
         changed = True
         if not dry_run:
             write_json(path, after, mode=0o600)
+    if record is None and record_update:
+        record = read_json(record_path(state_dir, unit))
+        record = dict(record, **record_update) if record is not None else None
     if record is not None:
         changed = True
         if not dry_run:

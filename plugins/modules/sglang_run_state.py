@@ -47,6 +47,10 @@ options:
   record:
     description: The record of the switch, written as JSON (mode 0644).
     type: dict
+  record_update:
+    description: Keys merged into the record already on the host (nothing when there is none), for example a canary's
+      verdict once judged.
+    type: dict
   drop_snapshot:
     description:
       - Remove the unit's previous-state copy (C(<dir>/<unit>/), M(gpufleet.sglang.file_snapshot)'s) once the switch
@@ -119,14 +123,15 @@ def main():
             clear_intent=dict(type="bool", default=False),
             record=dict(type="dict"),
             drop_snapshot=dict(type="bool", default=False),
+            record_update=dict(type="dict"),
         ),
-        mutually_exclusive=[("intent", "clear_intent")],
+        mutually_exclusive=[("intent", "clear_intent"), ("record", "record_update")],
         supports_check_mode=True,
     )
     p = module.params
     try:
         result = update(p["dir"], p["unit"], intent=p["intent"], clear_intent=p["clear_intent"], record=p["record"],
-                        drop_snapshot=p["drop_snapshot"], dry_run=module.check_mode)
+                        drop_snapshot=p["drop_snapshot"], dry_run=module.check_mode, record_update=p["record_update"])
     except (RunStateError, OSError) as exc:
         module.fail_json(msg="host %s, unit %s: %s" % (socket.gethostname(), p["unit"], exc))
     module.exit_json(**result)

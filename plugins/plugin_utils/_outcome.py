@@ -60,8 +60,6 @@ def decide(plan, outcome, observed, host, check_mode, now):
                     "verdict": _speed(observed), "drain": _ran(observed.get("drain")), "out_of_rotation_s": out_s,
                     "canary": observed.get("canary")}
     record = _records.rollout_record(plan, facts, measurements, outcome, None, _iso(now))
-    # The canary adds its verdict to this record once judged (the action gpufleet.sglang.sglang_dflash_rollout).
-    service["record_content"] = record
     return {"service": service, "record": record, "message": None}
 
 

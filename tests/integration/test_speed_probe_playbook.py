@@ -42,7 +42,8 @@ def start_server(standin_dir, tmp_path, algorithm=None, accept_length=None):
             "--host", "127.0.0.1", "--port", str(port)]
     if algorithm:
         argv += ["--speculative-algorithm", algorithm, "--speculative-draft-model-path", str(draft)]
-    env = dict(os.environ, PYTHONPATH=str(standin_dir), GPUFLEET_STANDIN_STARTUP_S="0.2")
+    # The exact SIMULATED acceptance is asserted: the stand-in's noise is off.
+    env = dict(os.environ, PYTHONPATH=str(standin_dir), GPUFLEET_STANDIN_STARTUP_S="0.2", GPUFLEET_STANDIN_NOISE="0")
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     return proc, port
 

@@ -45,3 +45,12 @@ def test_a_bad_phase_or_a_damaged_intent_is_named(tmp_path):
     (tmp_path / "a.service.intent.json").write_text("[1, 2")
     with pytest.raises(run_state.RunStateError, match="a.service.intent.json cannot be read as JSON"):
         run_state.read_json(str(tmp_path / "a.service.intent.json"))
+
+
+def test_a_record_update_merges_into_the_record_there_and_needs_one(tmp_path):
+    state = str(tmp_path)
+    assert run_state.update(state, "a.service", record_update={"canary": {"verdict": "pass"}})["changed"] is False
+    run_state.update(state, "a.service", record={"outcome": "switched", "canary": None})
+    run_state.update(state, "a.service", record_update={"canary": {"verdict": "pass"}})
+    assert run_state.read_json(run_state.record_path(state, "a.service")) == {"outcome": "switched",
+                                                                              "canary": {"verdict": "pass"}}

@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpufleet.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The documentation of an action plugin (plugins/action/sglang_dflash_plan.py): it reads the host with
+# gpufleet.sglang.sglang_facts and decides on the controller (plugins/plugin_utils/_host_plan.py).
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_dflash_plan
+short_description: Decide a host's switch to DFlash (or its revert) - every service's plan and the steps that apply it
+version_added: "0.2.0"
+description:
+  - The decision of the role gpufleet.sglang.sglang_dflash for one host, made on the controller. Reads the host once
+    (M(gpufleet.sglang.sglang_facts), with the options the settings imply), then decides for every selected service
+    its plan (what to write, or every reason to refuse it), the steps that apply it (RV(services[].steps), each a
+    key the role's tasks run on), the lines that show it and the gateway checks to make before any change.
+  - The host's facts (about 230 KB, most of it the release's flags) are never kept as a host variable.
+  - O(mode=survey) decides the same without keeping the plans, and keeps what the rollout needs of the host in its
+    C(sglang_dflash_result) fact (whether it has anything to do, what it is, where its metrics are read).
+  - O(mode=report) returns the fleet report's rows of the host instead (M(gpufleet.sglang.sglang_fleet_rows)'s).
+  - O(mode=drafters) lists the host's drafter sources, or, given their fetch and push O(results), what each gave
+    (kept as the C(sglang_dflash_drafters) fact).
+  - O(mode=rollback) decides the rollback of a failed switch from how far the host's intent says it got.
+  - A run that was cut (the host's intent, M(gpufleet.sglang.sglang_run_state)) is resumed or undone, never refused.
+author:
+  - gpufleet.sglang contributors (@gpufleet)
+options:
+  settings:
+    description:
+      - The role's settings, its variables without the C(sglang_dflash_) prefix (the role passes its generated
+        C(sglang_dflash__settings)). A setting left out takes the role's default. Read on the controller; never
+        sent to the host.
+    type: dict
+    required: true
+  mode:
+    description: What to decide (see the description).
+    type: str
+    choices: [deploy, survey, report, drafters, rollback]
+    default: deploy
+  drafters:
+    description: The drafters this run fetched (C(sglang_dflash_drafters)); unset - where their copies are in the store.
+    type: list
+    elements: dict
+  results:
+    description: With O(mode=drafters), the results of the fetch and push tasks.
+    type: list
+    elements: dict
+  plan:
+    description: With O(mode=rollback), the failed service's plan (an entry of RV(services)).
+    type: dict
+  intent:
+    description: With O(mode=rollback), the service's intent as the rollback found it.
+    type: dict
+  failure:
+    description: With O(mode=rollback), the failed task's result.
+    type: dict
+requirements:
+  - As for M(gpufleet.sglang.sglang_facts) - Python 3.8 or newer on the target, standard library only, and systemd.
+attributes:
+  action:
+    description: Runs on the controller around M(gpufleet.sglang.sglang_facts).
+    support: full
+  check_mode:
+    support: full
+    details:
+      - In check mode only the file writes are planned (they show their diff); no other step that changes the host.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+extends_documentation_fragment:
+  - gpufleet.sglang.attributes
+seealso:
+  - module: gpufleet.sglang.sglang_facts
+  - module: gpufleet.sglang.sglang_dflash_record
+  - module: gpufleet.sglang.sglang_run_state
+"""
+
+EXAMPLES = r"""
+- name: Decide the switch of this host's SGLang services
+  gpufleet.sglang.sglang_dflash_plan:
+    settings:
+      service_name: sglang-qwen
+      draft_model_path: /models/Qwen3.6-27B-DFlash
+      block_size: 16
+      stop_units: [train-qwen.service]
+  register: decided
+  no_log: true  # a plan holds the environment file's content
+
+- name: Show what would change
+  ansible.builtin.debug:
+    msg: "{{ decided.lines }}"
+
+- name: The fleet report's rows of this host
+  gpufleet.sglang.sglang_dflash_plan:
+    mode: report
+    settings: {service_name: sglang, draft_model_path: /models/Qwen3.6-27B-DFlash}
+  register: report
+"""
+
+RETURN = r"""
+services:
+  description:
+    - One plan per selected service (O(mode=deploy)) - C(unit), C(mode) (switch, install or revert), C(errors),
+      C(needs_change), C(files), C(exec_start), C(changes), C(switch_state), C(interrupted) (the cut run it resumes,
+      with its C(line)), C(outcome) (switched, reverted or unchanged), C(steps) (each step's key; a falsy value - the
+      step does not run), C(lines), C(facts) (without the release's flag list) and what the steps need.
+  returned: O(mode=deploy)
+  type: list
+  elements: dict
+refusals:
+  description: One message per refused service, naming the host, the unit and every reason.
+  returned: O(mode=deploy) and O(mode=survey)
+  type: list
+  elements: str
+lines:
+  description: What the run changes, line by line, for every service.
+  returned: O(mode=deploy) and O(mode=survey)
+  type: list
+  elements: str
+gateway_checks:
+  description: The gateway preflight of each service that leaves rotation - C(unit), C(worker_url), C(allow_missing).
+  returned: O(mode=deploy) and O(mode=survey)
+  type: list
+  elements: dict
+nothing_to_do:
+  description: Whether no service of the host has a step to run (a run with nothing to change).
+  returned: O(mode=deploy) and O(mode=survey)
+  type: bool
+restart_units:
+  description: With a revert and C(restart_stopped_units), the units to start again, C(name) and C(enable).
+  returned: O(mode=deploy) and O(mode=survey)
+  type: list
+  elements: dict
+fleet_rows:
+  description: The fleet report's rows of the host (see M(gpufleet.sglang.sglang_fleet_rows)).
+  returned: O(mode=report)
+  type: list
+  elements: dict
+steps:
+  description: The rollback's steps (O(mode=rollback)).
+  returned: O(mode=rollback)
+  type: dict
+hub:
+  description: The host's drafter sources on a mirror, each with its services (O(mode=drafters) without results).
+  returned: O(mode=drafters)
+  type: list
+  elements: dict
+controller:
+  description: The host's drafter sources on the controller (O(mode=drafters) without results).
+  returned: O(mode=drafters)
+  type: list
+  elements: dict
+drafters:
+  description: What each drafter source gave (O(mode=drafters) with results), also kept as C(sglang_dflash_drafters).
+  returned: O(mode=drafters)
+  type: list
+  elements: dict
+"""
