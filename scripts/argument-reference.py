@@ -21,6 +21,7 @@ SPEC = REPO / "roles" / "sglang_dflash" / "meta" / "argument_specs.yml"
 PAGE = REPO / "docs" / "variables.md"
 SETTINGS = REPO / "roles" / "sglang_dflash" / "vars" / "main.yml"
 DEFAULTS = REPO / "roles" / "sglang_dflash" / "defaults" / "main.yml"
+PLAYBOOK_VARIABLES = REPO / "docs" / "playbook-variables.yml"
 PREFIX = "sglang_dflash_"
 
 # Ansible's documentation markup (C(x), M(x), O(x), ...) as Markdown.
@@ -76,6 +77,22 @@ def entry_point(name, spec, main_options):
     return lines
 
 
+def playbook_variables():
+    """The variables the playbooks read beside the role's, and the facts they keep (docs/playbook-variables.yml)."""
+    spec = yaml.safe_load(PLAYBOOK_VARIABLES.read_text())
+    lines = ["## Variables of the playbooks", "",
+             "Read by the collection's playbooks, not by the role (`docs/playbook-variables.yml`).", ""]
+    for name, option in sorted(spec["variables"].items()):
+        lines += ["### `%s`" % name, "",
+                  "%s, %s%s. Playbooks: %s." % (type_of(option), "default ", default_of(option),
+                                                ", ".join("`gpufleet.sglang.%s`" % p for p in option["playbooks"])),
+                  ""] + [p + "\n" for p in paragraphs(option.get("description"))]
+    lines += ["## Facts the playbooks keep per host", ""]
+    for name, fact in sorted(spec["facts"].items()):
+        lines += ["### `%s`" % name, ""] + [p + "\n" for p in paragraphs(fact.get("description"))]
+    return lines
+
+
 def render():
     specs = yaml.safe_load(SPEC.read_text())["argument_specs"]
     main_options = specs["main"].get("options") or {}
@@ -88,6 +105,7 @@ def render():
     lines += ["Entry points: %s." % ", ".join("`%s`" % n for n in specs), ""]
     for name, spec in specs.items():
         lines += entry_point(name, spec, main_options)
+    lines += playbook_variables()
     text = "\n".join(lines)
     return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 

@@ -37,7 +37,7 @@ ARGUMENT_SPEC = {
 
 
 class ActionModule(ActionBase):
-    TRANSFERS_FILES = True
+    TRANSFERS_FILES = False  # the copy action it hands the files to makes its own temporary directory
     _supports_check_mode = True
     _supports_async = False
 

@@ -72,9 +72,6 @@ attributes:
       - In check mode only the file writes are planned (they show their diff); no other step that changes the host.
   diff_mode:
     support: none
-  platform:
-    support: full
-    platforms: posix
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:

@@ -59,6 +59,8 @@ options:
     description: The host's C(sglang_dflash_result) so far.
     type: dict
     default: {}
+requirements:
+  - Python 3.8 or newer on the target, standard library only (the modules it runs there).
 attributes:
   action:
     description: Decides on the controller; writes on the host only with O(write) or O(clear_intent).
@@ -69,9 +71,6 @@ attributes:
       - Writes nothing on the host.
   diff_mode:
     support: none
-  platform:
-    support: full
-    platforms: posix
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:

@@ -88,6 +88,8 @@ options:
   state_dir:
     description: With C(step=canary_record), the state directory on the host (its services' records).
     type: path
+requirements:
+  - Python 3.8 or newer on the target, standard library only (the modules it runs there).
 attributes:
   action:
     description: Decides on the controller; C(step=canary_record) writes on the host.
@@ -96,9 +98,6 @@ attributes:
     support: full
   diff_mode:
     support: none
-  platform:
-    support: full
-    platforms: posix
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:

@@ -48,6 +48,8 @@ options:
     description: Refuse before writing when the copy would leave fewer free bytes than this.
     type: int
     default: 0
+requirements:
+  - Python 3.8 or newer on the target, standard library only (the modules it runs there).
 attributes:
   action:
     description: Runs on the controller; the store's checks run on the host.
@@ -58,9 +60,6 @@ attributes:
       - Checks the store and the disk and copies nothing.
   diff_mode:
     support: none
-  platform:
-    support: full
-    platforms: posix
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:

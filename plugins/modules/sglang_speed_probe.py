@@ -84,6 +84,10 @@ options:
     type: float
 requirements:
   - Python 3.8 or newer on the target, standard library only.
+attributes:
+  action:
+    description: Its action on the controller chooses the levels and judges the gates; the module measures on the host.
+    support: full
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
   - gpufleet.sglang.attributes.info_module

@@ -11,7 +11,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.base import IN_ROTATION
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery
 
 
@@ -42,19 +41,14 @@ def refusal_message(plan, facts, host, algorithm):
 
 def gateway_refusal_message(check, host, problem, states=None):
     """Why this host is refused when a gateway cannot take its service out of rotation (the preflight's problem), and
-    nothing was changed. Where the host is in the traffic is said only as the gateways that answered said it
+    nothing was changed. Where the worker is in the traffic is said only as the gateways that answered said it
     (states: the preflight's [{gateway, state}]): a gateway that was not asked, or did not answer, is not guessed."""
     revert = check.get("mode") == "revert"
     action = "cannot revert the switch" if revert else "cannot deploy %s" % check.get("algorithm")
     text = "host %s, unit %s: %s: %s. Nothing was changed on this host" % (host, check.get("unit"), action, problem)
-    answered = [s for s in states or [] if s.get("state")]
-    routed = [s["gateway"] for s in answered if s["state"] == IN_ROTATION]
-    others = ["%s: %s" % (s["gateway"], s["state"]) for s in answered if s["state"] != IN_ROTATION]
-    if routed:
-        text += ", and it is still in rotation at %s" % ", ".join(routed)
-    if others:
-        text += "%s where the gateways said so (%s)" % ("; it is not in rotation" if not routed else "; not",
-                                                       "; ".join(others))
+    answered = ["%s %s" % (s["gateway"], s["state"]) for s in states or [] if s.get("state")]
+    if answered:
+        text += "; the gateways that answered have worker %s as: %s" % (check.get("worker_url"), "; ".join(answered))
     return text + "."
 
 

@@ -19,9 +19,11 @@ def sh(argv, env=None, check=True, timeout=900):
 
 
 def readme_lines(playbook):
-    """The README's command lines that run playbooks/PLAYBOOK against inventories/local."""
+    """The README's command lines that run the collection's playbook PLAYBOOK (by its full name) against
+    inventories/local."""
     lines = [line for line in (REPO / "README.md").read_text().splitlines()
-             if line.startswith("ANSIBLE_COLLECTIONS_PATH=") and "-i inventories/local playbooks/%s" % playbook in line]
+             if line.startswith("ANSIBLE_COLLECTIONS_PATH=") and line.endswith(
+                 "-i inventories/local gpufleet.sglang.%s" % playbook)]
     assert lines, "README.md shows no command for %s against inventories/local" % playbook
     return lines
 
@@ -57,7 +59,7 @@ def local_lab():
 
 
 def test_the_fleet_picture_of_the_lab_as_the_readme_writes_it(local_lab):
-    (line,) = readme_lines("gather_facts.yml")
+    (line,) = readme_lines("gather_facts")
     run = run_as_written(line)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     (row,) = json.loads((REPO / "fleet-report" / "fleet-report.json").read_text())["hosts"]
@@ -67,7 +69,7 @@ def test_the_fleet_picture_of_the_lab_as_the_readme_writes_it(local_lab):
 
 
 def test_the_way_back_on_the_lab_as_the_readme_writes_it(local_lab):
-    (line,) = readme_lines("revert_dflash.yml")
+    (line,) = readme_lines("revert_dflash")
     run = run_as_written(line)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "gpufleet-local: sglang.service (revert) sglang 0.5.23: " in run.stdout
@@ -91,7 +93,7 @@ def doc_commands():
 # Commands other tests run as written: the lab's two (above), the EE's (tests/integration/test_ee.py).
 RUN_ELSEWHERE = (
     re.compile(r"^ANSIBLE_COLLECTIONS_PATH=\.cache/collections \.venv/bin/ansible-playbook -i inventories/local "
-               r"playbooks/(gather_facts|revert_dflash)\.yml$"),
+               r"gpufleet\.sglang\.(gather_facts|revert_dflash)$"),
     re.compile(r"^scripts/ee\.sh$"),
     re.compile(r"^CONTAINERS_CONF=\S+ ANSIBLE_NAVIGATOR_CONFIG=\S+ \.cache/ee-tools/bin/ansible-navigator run "),
 )
@@ -101,10 +103,14 @@ ENTRY_POINTS = re.compile(r"^(scripts/(deploy|test|update-locks)\.sh|tests/molec
 # A real fleet's commands, against the example inventory: run as written with --list-hosts, which loads the
 # collection, the playbook and the inventory and contacts no host (the example's hosts do not exist).
 EXAMPLE_FLEET = re.compile(r"^ANSIBLE_COLLECTIONS_PATH=\.cache/collections \.venv/bin/ansible-playbook "
-                           r"-i inventories/example playbooks/\w+\.yml( -e \S+)*$")
+                           r"-i inventories/example gpufleet\.sglang\.\w+( -e \S+)*$")
 # Commands run here as written.
 RUN_HERE = (
     re.compile(r"^PATH=\.venv/bin:\$PATH scripts/install-collection\.sh \.cache/collections$"),
+    # The installation from the built tarball (build first: the sort below runs them in the page's order).
+    re.compile(r"^\.venv/bin/ansible-galaxy collection build --force --output-path \.cache/dist$"),
+    re.compile(r"^ANSIBLE_COLLECTIONS_PATH=\.cache/collections \.venv/bin/ansible-galaxy collection install --force "
+               r"\.cache/dist/gpufleet-sglang-[0-9.]+\.tar\.gz$"),
     re.compile(r"^\.venv/bin/python scripts/argument-reference\.py --check$"),
 )
 
@@ -146,7 +152,7 @@ def test_the_entry_points_the_docs_name_exist_parse_and_take_those_stages():
 def test_the_commands_the_docs_run_here_work_as_written():
     lines = [line for _page, line in doc_commands() if any(p.match(line) for p in RUN_HERE)]
     assert lines
-    for line in sorted(set(lines), key=lambda x: "argument-reference" in x):
+    for line in sorted(set(lines), key=lambda x: ("argument-reference" in x, "collection install" in x)):
         run = run_as_written(line)
         assert run.returncode == 0, line + "\n" + run.stdout[-2000:] + run.stderr[-2000:]
 

@@ -131,19 +131,23 @@ def test_gateway_problems_are_refused_before_any_change_and_nothing_is_left_out_
     pid = show(host, "sglang.service", "MainPID")["MainPID"]
     argv_before = exec_start(host)
     change = ["--limit", "traffic-1", "-e", "sglang_dflash_draft_window_size=4096"]
-    for extra, message in (
+    # Where the host is in the traffic is said only as a gateway that answered said it: never "in rotation" of a
+    # gateway that refused the token or could not be reached.
+    for extra, message, said in (
         (["-e", "sglang_dflash_gateway_token=not-the-key"],
-         "gateway http://127.0.0.1:30180 refused the token (401"),
+         "gateway http://127.0.0.1:30180 refused the token (401", "Nothing was changed on this host."),
         (["-e", '{"sglang_dflash_gateway_urls": ["http://127.0.0.1:30199"]}'],
-         "gateway http://127.0.0.1:30199 cannot be reached"),
+         "gateway http://127.0.0.1:30199 cannot be reached", "Nothing was changed on this host."),
         (["-e", "sglang_dflash_gateway_worker_url=http://127.0.0.1:39999"],
-         "gateway http://127.0.0.1:30180 does not list worker http://127.0.0.1:39999"),
+         "gateway http://127.0.0.1:30180 does not list worker http://127.0.0.1:39999",
+         "Nothing was changed on this host; the gateways that answered have worker http://127.0.0.1:39999 as: "
+         "http://127.0.0.1:30180 not registered."),
     ):
         run = rollout(*(change + extra))
         assert run.returncode != 0
         assert "host traffic-1, unit sglang.service: cannot deploy DFLASH: " + message in run.output, \
             run.output[-3000:]
-        assert "Nothing was changed on this host, and it is still in rotation." in run.output
+        assert said in run.output and "in rotation at" not in run.output and "still in rotation" not in run.output
         assert show(host, "sglang.service", "MainPID")["MainPID"] == pid and exec_start(host) == argv_before
         assert gateway_workers() == dict((w, "ready") for w in WORKERS)
 
@@ -206,7 +210,9 @@ def test_haproxy_problems_are_refused_before_any_change_naming_each_gateway(host
     assert ("haproxy gateway %s (backend sglang) has no server at 127.0.0.1:39999 (it has: traffic-1 "
             "http://127.0.0.1:31121" % HAPROXY_SOCKET) in run.output
     assert "set sglang_dflash_gateway_worker_url to the address and port of this host's `server` line" in run.output
-    assert "Nothing was changed on this host, and it is still in rotation." in run.output
+    # The socket that is not there said nothing; the one that answered does not have the worker.
+    assert ("Nothing was changed on this host; the gateways that answered have worker http://127.0.0.1:39999 as: "
+            "%s not registered." % HAPROXY_SOCKET) in run.output
     assert show(host, "sglang.service", "MainPID")["MainPID"] == pid and exec_start(host) == argv_before
     assert haproxy_servers() == dict((name, "UP") for name in NODES)
 

@@ -58,12 +58,14 @@ def test_the_refusal_names_every_reason_and_each_gateway_that_cannot_take_the_ho
     checks = {"results": [{"failed": False, "item": {"unit": "a.service"}},
                           {"failed": True, "msg": "gateway http://gw does not list worker w",
                            "gateways": [{"gateway": "http://gw", "state": "not registered"}],
-                           "item": {"unit": "b.service", "algorithm": "DFLASH", "mode": "switch"}}]}
+                           "item": {"unit": "b.service", "algorithm": "DFLASH", "mode": "switch",
+                                    "worker_url": "http://w"}}]}
     message = refusal(["host gpu-1, unit c.service: cannot deploy DFLASH: x. Nothing was changed on this host."],
                       checks, "gpu-1")
     assert message.startswith("host gpu-1, unit c.service: cannot deploy DFLASH: x.")
     assert "host gpu-1, unit b.service: cannot deploy DFLASH: gateway http://gw does not list worker w. Nothing " \
-           "was changed on this host; it is not in rotation where the gateways said so" in message
+           "was changed on this host; the gateways that answered have worker http://w as: http://gw not " \
+           "registered." in message
     assert refusal([], {"results": []}, "gpu-1") == ""
 
 

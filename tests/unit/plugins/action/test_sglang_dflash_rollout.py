@@ -1,0 +1,59 @@
+"""gpufleet.sglang.sglang_dflash_rollout: the rollout's decisions across hosts, reading of another host only its result
+fact of this run (plugins/action/sglang_dflash_rollout.py)."""
+
+from ansible_collections.gpufleet.sglang.plugins.action.sglang_dflash_rollout import ActionModule
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name
+from conftest import Host
+
+
+def hostvars(**results):
+    return {"hostvars": dict((h, {"sglang_dflash_result": r, "sglang_dflash_block_size": 8})
+                             for h, r in results.items())}
+
+
+def test_a_former_runs_result_in_the_fact_cache_does_not_stop_this_run(run_action):
+    # gpu-2 failed in a former run (its result still in Ansible's fact cache); in this run it has not started yet.
+    stale = {"run": "ctl pid 1 (9)", "batch": ["gpu-2"], "state": "failed"}
+    mine = {"run": run_name(), "nothing_to_do": False}
+    result = run_action(ActionModule, {"step": "batch", "hosts": ["gpu-2", "gpu-1"], "batch": ["gpu-1"],
+                                       "result": mine}, task_vars=hostvars(**{"gpu-2": stale, "gpu-1": mine}))
+    assert result["start"] is True
+    assert result["ansible_facts"]["sglang_dflash_result"]["run"] == run_name()
+    this_run = dict(stale, run=run_name())
+    result = run_action(ActionModule, {"step": "batch", "hosts": ["gpu-2", "gpu-1"], "batch": ["gpu-1"],
+                                       "result": mine}, task_vars=hostvars(**{"gpu-2": this_run, "gpu-1": mine}))
+    assert result["start"] is False and result["reason"].startswith("the rollout stopped after batch 1 (gpu-2)")
+
+
+def test_the_canary_hosts_check_their_metrics_source_and_a_refusal_holds_the_rollout(run_action):
+    targets = {"gpu-1": {"run": run_name(), "metrics_target": {"name": "gpu-1", "url": "http://a:1"}},
+               "gpu-2": {"run": run_name(), "metrics_target": {"name": "gpu-2", "url": "http://b:1"}}}
+    batch = run_action(ActionModule, {"step": "batch", "hosts": ["gpu-1", "gpu-2"], "batch": ["gpu-1"], "canary": 1,
+                                      "result": targets["gpu-1"]}, task_vars=hostvars(**targets))
+    assert batch["check_canary"] is True and [t["url"] for t in batch["targets"]] == ["http://a:1", "http://b:1"]
+    refused = run_action(ActionModule, {"step": "canary_check", "hosts": ["gpu-1", "gpu-2"], "canary": 1,
+                                        "source": {"problems": ["Prometheus http://p:9090 cannot be reached"]},
+                                        "result": targets["gpu-1"]})
+    failed = refused["ansible_facts"]["sglang_dflash_result"]
+    assert failed["state"] == "failed" and failed["canary"]["action"] == "hold"
+    assert failed["reason"].startswith("host gpu-1: cannot start the canary: Prometheus http://p:9090")
+
+
+def test_the_canary_verdict_is_kept_in_the_hosts_result_and_its_records(run_action):
+    host = Host({"gpufleet.sglang.sglang_run_state": {"changed": True}})
+    result = {"run": run_name(), "services": [{"unit": "sglang.service", "changed": True},
+                                              {"unit": "other.service", "changed": False}]}
+    verdict = {"verdict": "pass", "action": "continue", "message": "the canary passed, x", "figures": {}}
+    kept = run_action(ActionModule, {"step": "canary_record", "result": result, "verdict": verdict,
+                                     "state_dir": "/var/lib/gpufleet-sglang"}, host)
+    assert kept["ansible_facts"]["sglang_dflash_result"]["canary"] == verdict
+    assert [(name, args["unit"], args["record_update"]["canary"]["verdict"]) for name, args in host.runs] == [
+        ("gpufleet.sglang.sglang_run_state", "sglang.service", "pass")]
+
+
+def test_the_summary_reads_each_hosts_result_of_this_run(run_action):
+    results = {"gpu-1": {"run": run_name(), "state": "failed", "reason": "boom"},
+               "gpu-2": {"run": "ctl pid 1 (9)", "state": "done"}}
+    lines = run_action(ActionModule, {"step": "summary", "hosts": ["gpu-1", "gpu-2"]},
+                       task_vars=hostvars(**results))["lines"]
+    assert lines == ["gpu-1: FAILED: boom", "gpu-2: not reached (unreachable, or the play ended before it)"]
