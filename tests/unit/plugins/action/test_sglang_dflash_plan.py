@@ -1,4 +1,5 @@
-"""gpufleet.sglang.sglang_dflash_plan: the host read once, the decision made here (plugins/action/sglang_dflash_plan.py)."""
+"""gpufleet.sglang.sglang_dflash_plan: the host read once, the decision made here
+(plugins/action/sglang_dflash_plan.py)."""
 
 import pytest
 from ansible.errors import AnsibleActionFail
