@@ -111,7 +111,10 @@ class ActionModule(ActionBase):
             drafters = _drafter_delivery.drafter_report(results)
         except _drafter_delivery.DrafterSourceError as exc:
             raise AnsibleActionFail(str(exc)) from None
-        return {"drafters": drafters, "ansible_facts": {"sglang_dflash_drafters": drafters}}
+        # The store's old revisions are removed only beside a verified copy, and only when a number is kept.
+        keep = settings.get("drafter_keep_revisions")
+        collect = [d for d in drafters if d.get("verified")] if keep is not None else []
+        return {"drafters": drafters, "collect": collect, "ansible_facts": {"sglang_dflash_drafters": drafters}}
 
 
 def _hooks(settings):

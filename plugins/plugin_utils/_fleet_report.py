@@ -166,6 +166,9 @@ def _markdown_row(row):
     if switch:
         state = _cell("**%s**: %s%s" % (switch.get("state"), switch.get("reason"),
                                         "; %s" % switch.get("todo") if switch.get("todo") != "nothing" else ""))
+    if row.get("interrupted"):
+        # A run that was cut on it (out of rotation since, a drop-in not running): what needs a person first.
+        state = _cell("**%s**" % row["interrupted"]) + ("<br>" + state if switch else "")
     gateway = _dict(row.get("gateway"))
     drafter = _dict(row.get("drafter"))
     cells = [
@@ -191,7 +194,9 @@ def markdown(rows):
         lines += ["", "**From Ansible's fact cache**: no host was contacted; each row is its host's last gather%s."
                   % (" (%s to %s)" % span if span else "")]
     counts = [(status, len(group)) for status, group in by_status(rows)]
-    lines += ["", ", ".join("%d %s" % (n, status) for status, n in counts if n or status in ("ready", "blocked")),
+    cut = len([row for row in rows if row.get("interrupted")])
+    lines += ["", ", ".join("%d %s" % (n, status) for status, n in counts if n or status in ("ready", "blocked"))
+              + (", %d interrupted by a run that was cut" % cut if cut else ""),
               "", "| %s |" % " | ".join(MARKDOWN_COLUMNS), "|%s" % ("---|" * len(MARKDOWN_COLUMNS))]
     lines += [_markdown_row(row) for _status, group in by_status(rows) for row in group]
     maps = hosts_with_a_gpu_map(rows)

@@ -61,6 +61,7 @@ def test_the_drafter_sources_and_what_each_gave(run_action):
     gave = run_action(ActionModule, {"settings": settings, "mode": "drafters", "results": [
         {"item": sources["hub"][0], "path": "/store/lab--qwen/" + "a" * 40, "verified": True, "source": "hub"}]})
     assert gave["ansible_facts"]["sglang_dflash_drafters"][0]["path"] == "/store/lab--qwen/" + "a" * 40
+    assert [d["repo"] for d in gave["collect"]] == [None]  # verified: its old revisions may go (2 are kept)
 
 
 def test_the_rollback_is_decided_from_the_intent(run_action):

@@ -135,3 +135,14 @@ def test_the_html_view_of_a_rolled_back_switch():
     assert last["head"] == "rolled back to DFLASH" and last["time"] == "2026-12-06T09:43"
     assert len(last["reason"]) == 300 and last["canary"] == "canary fail: " + "m" * 300
     assert last["traffic"] is None and last["speed"] == ""
+
+
+def test_a_service_a_cut_run_left_says_so_first():
+    from ansible_collections.gpufleet.sglang.plugins.plugin_utils._fleet_report import markdown
+    line = ("interrupted: out of rotation since 2026-12-06T10:00:00Z by an unfinished run (ctl pid 1 (5)); the next "
+            "run puts the host back in rotation")
+    row = {"host": "gpu-1", "status": "ready", "reasons": [], "facts": {}, "unit": "sglang.service",
+           "switch": {"state": "current", "reason": "ours", "todo": "nothing"}, "interrupted": line}
+    text = markdown([row])
+    assert "0 blocked, 1 ready, 1 interrupted by a run that was cut" in text
+    assert "**%s**<br>**current**: ours |" % line in text
