@@ -46,6 +46,10 @@ class ActionModule(ActionBase):
         settings = role_settings(args["settings"], gateway_host=task_vars.get("ansible_host") or host)
         mode = args["mode"]
         result["changed"] = False
+        try:
+            settings = _host_plan.with_arm(settings)
+        except _host_plan.HostPlanError as exc:
+            raise AnsibleActionFail("host %s: %s" % (host, exc)) from None
         if mode == "drafters":
             result.update(self._drafters(settings, host, args["results"]))
             return result

@@ -14,14 +14,21 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _canary, _messages, _rollout
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
+    _canary,
+    _experiment,
+    _experiment_report,
+    _messages,
+    _rollout,
+)
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name, stamped, this_run
 
 RESULT = "sglang_dflash_result"
 ARGUMENT_SPEC = {
     "step": {"type": "str", "required": True,
              "choices": ["batch", "failed", "finished", "summary", "canary_check", "canary_judge", "canary_record",
-                         "canary_failed"]},
+                         "canary_failed", "experiment_assign", "experiment_judge", "experiment_end",
+                         "experiment_rollout"]},
     "hosts": {"type": "list", "elements": "str", "default": []},
     "batch": {"type": "list", "elements": "str", "default": []},
     "result": {"type": "dict", "default": {}},
@@ -32,10 +39,12 @@ ARGUMENT_SPEC = {
     "source": {"type": "dict"},
     "observed": {"type": "dict"},
     "verdict": {"type": "dict"},
-    "thresholds": {"type": "dict", "default": {}},
+    "judge": {"type": "dict", "default": {}},
     "min_requests": {"type": "int", "default": 10},
     "on_inconclusive": {"type": "str", "default": "hold"},
     "state_dir": {"type": "path"},
+    "experiment": {"type": "raw"},
+    "state": {"type": "dict"},
 }
 
 
@@ -104,11 +113,8 @@ class ActionModule(ActionBase):
     def _canary_judge(self, args, host):
         """The canary's verdict over the observed window against the hosts not yet switched (run once)."""
         plan = _rollout.canary_plan(args["hosts"], args["canary"])
-        results = self._results(plan["hosts"])
-        probe_accept = dict((h, s.get("accept_length")) for h in plan["hosts"]
-                            for s in results[h].get("services") or [] if s.get("accept_length") is not None)
-        verdict = _canary.verdict(args["observed"] or {}, plan["hosts"], plan["baseline_hosts"], args["thresholds"],
-                                  args["min_requests"], args["on_inconclusive"], probe_accept)
+        verdict = _canary.verdict(args["observed"] or {}, plan["hosts"], plan["baseline_hosts"], args["judge"],
+                                  args["min_requests"], args["on_inconclusive"])
         return {"verdict": verdict, "msg": verdict["message"]}
 
     def _canary_record(self, args, host):
@@ -138,3 +144,89 @@ class ActionModule(ActionBase):
         self._remove_tmp_path(self._connection._shell.tmpdir)
         if written.get("failed"):
             raise AnsibleActionFail(written.get("msg"), result=written)
+
+    # The experiment (playbooks/experiment_dflash.yml, plugin_utils/_experiment.py).
+
+    def _experiment_config(self, args):
+        config, problem = _experiment.settings(args["experiment"])
+        if problem:
+            raise AnsibleActionFail(problem)
+        return config
+
+    def _experiment_assign(self, args, host):
+        """Each host learns the arms (the same assignment on every host, decided from every host's survey) and its
+        own: a host of an arm starts its batch, the others (the control, other kinds) serve on untouched. A fleet
+        where the arms cannot be like the control is refused on every host before any change."""
+        config, problem = _experiment.settings(args["experiment"])
+        results = self._results(args["hosts"])
+        results[host] = args["result"]
+        own = dict(args["result"], host=host, batch=list(args["batch"]))
+        if problem:
+            return {"start": False, "ansible_facts": {RESULT: _rollout.failed(own, host, problem)}}
+        assignment = _experiment.assign(results, args["hosts"], config)
+        arm = _experiment.arm_of(assignment, host)
+        stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"])
+        own["experiment"] = {"arm": arm, "assignment": assignment,
+                             "chunks": -(-config["max_window"] // config["chunk"]),
+                             "targets": _rollout.metrics_targets(results, args["hosts"])}
+        if assignment["problem"]:
+            own.update(state=_rollout.FAILED, reason="host %s: cannot start the experiment: %s. Nothing was "
+                                                     "changed on this host." % (host, assignment["problem"]))
+        elif stopped and arm:
+            own.update(state=_rollout.NOT_STARTED, reason=stopped)
+        else:
+            own.update(state=None if arm else _rollout.DONE, reason=None, services=[])
+        return {"start": own["state"] is None, "arm": arm, "assignment": assignment,
+                "ansible_facts": {RESULT: own}}
+
+    def _experiment_judge(self, args, host):
+        """One more chunk of the window judged (run once); when decided, the report's files."""
+        config = self._experiment_config(args)
+        assignment = (args["result"].get("experiment") or {}).get("assignment") or {}
+        results = self._results(args["hosts"])
+        state = args["state"]
+        if state is None:
+            not_ready = ["%s (%s)" % (h, (results.get(h) or {}).get("reason") or "not switched")
+                         for hosts in (assignment.get("arms") or {}).values() for h in hosts
+                         if (results.get(h) or {}).get("state") != _rollout.DONE]
+            if not_ready:
+                state = {"samples": [], "seconds": 0, "failed": [], "done": True, "outcome": "not started",
+                         "winner": None, "roll_back_now": [], "lines": [],
+                         "decision": {"message": "an arm's host was not switched: %s" % "; ".join(not_ready)}}
+        state = _experiment.judge(state, args["observed"], assignment, config)
+        out = {"state": state, "line": _experiment.message(state, assignment)}
+        if state["done"]:
+            out["report_files"] = {
+                "experiment-report.json": _experiment_report.report_json(state, assignment, config),
+                "experiment-report.html": _experiment_report.report_html(state, assignment, out["line"])}
+        return out
+
+    def _experiment_end(self, args, host):
+        """Each host keeps the verdict; the hosts of every arm but the winner go back (none on a hold)."""
+        assignment = (args["result"].get("experiment") or {}).get("assignment") or {}
+        state = args["state"] or {}
+        own = dict(args["result"])
+        own["experiment"] = dict(own.get("experiment") or {}, outcome=state.get("outcome"),
+                                 winner=state.get("winner"), message=_experiment.message(state, assignment))
+        back = host in _experiment.final_roll_back(state, assignment)
+        if state.get("outcome") in ("hold", "not started"):
+            own.update(state=_rollout.FAILED, reason=own["experiment"]["message"])
+        return {"roll_back": back, "ansible_facts": {RESULT: own}}
+
+    def _experiment_rollout(self, args, host):
+        """The winner onto the rest of the fleet, batch by batch: every host not already on it (the control, the
+        hosts of the other arms, now back), unless the operator asked for the verdict only."""
+        config = self._experiment_config(args)
+        results = self._results(args["hosts"])
+        results[host] = args["result"]
+        own = dict(args["result"], host=host, batch=list(args["batch"]))
+        experiment = own.get("experiment") or {}
+        winner = experiment.get("winner")
+        stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"])
+        start = bool(winner) and config["rollout"] and experiment.get("arm") != winner and \
+            own.get("state") != _rollout.FAILED and not stopped
+        if start:
+            own.update(state=None, reason=None)
+        elif stopped and winner:
+            own.update(state=_rollout.NOT_STARTED, reason=stopped)
+        return {"start": start, "arm": winner, "ansible_facts": {RESULT: own}}

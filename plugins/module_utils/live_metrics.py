@@ -80,12 +80,16 @@ def observe(targets, window_s, interval_s, prometheus_url=None, fallback_to_scra
     if source == "prometheus":
         instances = [t["instance"] for t in targets]
         by_instance, problem = prometheus_api.window_figures(prometheus_url, instances, window_s, get=get)
-        if problem:
-            return {"source": source, "figures": {}, "gateway": gateway, "problems": [problem], "notes": notes,
-                    "window_s": window_s}
+        per_interval, interval_problem = prometheus_api.interval_samples(prometheus_url, instances, started,
+                                                                         window_s, interval_s, get=get)
+        if problem or interval_problem:
+            return {"source": source, "figures": {}, "samples": {}, "gateway": gateway,
+                    "problems": [problem or interval_problem], "notes": notes, "window_s": window_s}
         figures = dict((t["name"], by_instance[t["instance"]]) for t in targets)
+        samples = dict((t["name"], [dict(s, host=t["name"]) for s in per_interval[t["instance"]]]) for t in targets)
     else:
         figures = dict((name, metrics_window.window_figures(snaps)) for name, snaps in snapshots.items())
+        samples = dict((name, metrics_window.interval_samples(snaps, name)) for name, snaps in snapshots.items())
         problems = [p for p in problems if p] if any(len(s) < 2 for s in snapshots.values()) else []
-    return {"source": source, "figures": figures, "gateway": gateway, "problems": problems, "notes": notes,
-            "window_s": window_s}
+    return {"source": source, "figures": figures, "samples": samples, "gateway": gateway, "problems": problems,
+            "notes": notes, "window_s": window_s, "interval_s": interval_s, "started": started}

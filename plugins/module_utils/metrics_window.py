@@ -111,3 +111,25 @@ def window_figures(snapshots):
 
 def _round(value):
     return round(value, 4) if value is not None else None
+
+
+# A window's figure -> its name in an interval sample (the judge's, plugin_utils/_judge.py).
+SAMPLE_FIGURES = (("tokens_per_s_per_request", "decode_per_request"), ("itl_p50_s", "itl_p50"),
+                  ("itl_p99_s", "itl_p99"), ("ttft_p99_s", "ttft_p99"), ("accept_length", "accept_length"),
+                  ("abort_ratio", "abort_ratio"), ("requests", "requests"), ("running_mean", "running"),
+                  ("tokens_per_s", "tokens_per_s"))
+
+
+def as_sample(figures, host, at):
+    """One interval's sample of one host, as the judge takes it, from the figures of that interval."""
+    sample = {"host": host, "at": at}
+    sample.update((name, (figures or {}).get(figure)) for figure, name in SAMPLE_FIGURES)
+    return sample
+
+
+def interval_samples(snapshots, host):
+    """One sample per interval (each pair of consecutive snapshots, oldest first) of one server: the figures of
+    window_figures over that interval alone, at its end."""
+    snapshots = [s for s in snapshots if s]
+    return [as_sample(window_figures([first, last]), host, last["at"])
+            for first, last in zip(snapshots, snapshots[1:])]

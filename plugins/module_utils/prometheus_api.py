@@ -15,6 +15,7 @@ import json
 import math
 
 from ansible.module_utils.six.moves.urllib.parse import urlencode
+from ansible_collections.gpufleet.sglang.plugins.module_utils import metrics_window
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import http_get
 
 # figure: PromQL with {w} the window ("60s") and {sel} the instance selector.
@@ -91,3 +92,18 @@ def window_figures(base_url, instances, window_s, at=None, get=http_get):
         tokens, running = entry.get("tokens_per_s"), entry.get("running_mean")
         entry["tokens_per_s_per_request"] = round(tokens / running, 2) if tokens is not None and running else None
     return figures, None
+
+
+def interval_samples(base_url, instances, started, window_s, interval_s, get=http_get):
+    """({instance: [samples]}, problem): one sample per interval of the window that started at `started`, each the
+    figures of window_figures over that interval alone (evaluated at its end), as the judge takes them."""
+    samples = dict((i, []) for i in instances)
+    steps = int(window_s // interval_s)
+    for step in range(1, steps + 1):
+        at = started + step * interval_s
+        figures, problem = window_figures(base_url, instances, interval_s, at=at, get=get)
+        if problem:
+            return None, problem
+        for instance in instances:
+            samples[instance].append(metrics_window.as_sample(figures[instance], instance, at))
+    return samples, None

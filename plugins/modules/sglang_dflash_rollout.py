@@ -73,8 +73,8 @@ options:
   verdict:
     description: With C(step=canary_record), the canary's verdict.
     type: dict
-  thresholds:
-    description: With C(step=canary_judge), the operator's thresholds (C(sglang_dflash_canary_thresholds)).
+  judge:
+    description: With C(step=canary_judge), how the judge tells a real difference from noise (C(sglang_dflash_judge)).
     type: dict
     default: {}
   min_requests:

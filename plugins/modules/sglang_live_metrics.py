@@ -94,6 +94,22 @@ figures:
     null where the server reports no such series.
   returned: always
   type: dict
+samples:
+  description:
+    - Per target name, one sample per interval of the window (what a statistical judge compares) - C(host), C(at)
+      (the interval's end), C(running) (its running requests), C(decode_per_request), C(itl_p50), C(itl_p99),
+      C(ttft_p99), C(accept_length), C(abort_ratio), C(requests), C(tokens_per_s); null where the server reports no
+      such series in that interval.
+  returned: with a window
+  type: dict
+interval_s:
+  description: The interval in seconds.
+  returned: with a window
+  type: int
+started:
+  description: When the window started (seconds since the epoch, the controller's clock).
+  returned: with a window
+  type: float
 gateway:
   description: The gateway's C(error_ratio) over the window; null without O(gateway_metrics_url).
   returned: always

@@ -3,36 +3,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The canary stage: which hosts are the canary, and does it pass against the hosts not yet switched?
 
-Controller-only and pure. The figures come from the sglang_live_metrics module (the metrics seam:
-module_utils/metrics_text.py, metrics_window.py, prometheus_api.py), one dict per host over the same window.
-The verdict is pass, fail or inconclusive; inconclusive is never a pass (the role holds or rolls back).
+A canary is an experiment with one arm: its verdict is the experiment's judge's (_judge.py) over the window's interval
+samples, with a measure of noise. Controller-only and pure. The figures come from the sglang_live_metrics module (the
+metrics seam: module_utils/metrics_text.py, metrics_window.py, prometheus_api.py), one sample per host and interval
+of the same window. The verdict is pass, fail or inconclusive; inconclusive is never a pass (the role holds or rolls
+back).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-# metric: (figure, label, unit, better) and its default thresholds. "higher" metrics have a minimum and a
-# minimum ratio to the baseline; "lower" ones a maximum and a maximum ratio (or, for ratios of requests,
-# an increase over the baseline's). Relative thresholds are what a fleet needs by default (hardware, model
-# and traffic set the absolute figures); the absolute ones are sane floors and ceilings.
-METRICS = {
-    "decode_per_request": ("tokens_per_s_per_request", "decode tokens/s per running request", "", "higher"),
-    "itl_p99": ("itl_p99_s", "inter-token latency p99", " s", "lower"),
-    "ttft_p99": ("ttft_p99_s", "time to first token p99", " s", "lower"),
-    "accept_length": ("accept_length", "acceptance length (sglang:spec_accept_length)", "", "higher"),
-    "abort_ratio": ("abort_ratio", "aborted requests", "", "lower_ratio"),
-    "gateway_error_ratio": ("gateway_error_ratio", "error rate through the gateway", "", "lower_ratio"),
-}
-DEFAULT_THRESHOLDS = {
-    "decode_per_request": {"min": None, "min_ratio": 0.9},
-    "itl_p99": {"max": None, "max_ratio": 1.25},
-    "ttft_p99": {"max": 10.0, "max_ratio": 1.5},
-    # Relative to the baseline's when it speculates too, else to this host's own speed probe (its prompts).
-    "accept_length": {"min": 2.0, "min_ratio": 0.75},
-    "abort_ratio": {"max": 0.01, "max_increase": 0.005},
-    "gateway_error_ratio": {"max": 0.01, "max_increase": 0.005},
-}
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _judge
 
 
 def canary_count(spec, hosts):
@@ -61,81 +43,31 @@ def canary_count(spec, hosts):
     return max(1, min(count, total)), None
 
 
-def thresholds(overrides=None):
-    """DEFAULT_THRESHOLDS with the operator's (sglang_dflash_canary_thresholds) merged in, or a problem."""
-    merged = dict((k, dict(v)) for k, v in DEFAULT_THRESHOLDS.items())
-    for metric, values in (overrides or {}).items():
-        if metric not in merged:
-            return None, ("sglang_dflash_canary_thresholds: unknown metric %r (known: %s)"
-                          % (metric, ", ".join(sorted(merged))))
-        if not isinstance(values, dict):
-            return None, "sglang_dflash_canary_thresholds.%s must be a mapping such as %r" % (metric, merged[metric])
-        for key, value in values.items():
-            if key not in merged[metric]:
-                return None, ("sglang_dflash_canary_thresholds.%s: unknown key %r (known: %s)"
-                              % (metric, key, ", ".join(sorted(merged[metric]))))
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                return None, "sglang_dflash_canary_thresholds.%s.%s must be a number or null" % (metric, key)
-            merged[metric][key] = value
-    return merged, None
+def _median(values):
+    values = sorted(float(v) for v in values if v is not None)
+    if not values:
+        return None
+    middle = len(values) // 2
+    return round(values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0, 4)
 
 
-def _mean(values):
-    values = [float(v) for v in values if v is not None]
-    return round(sum(values) / len(values), 4) if values else None
+def judge(observed, canary_hosts, baseline_hosts, settings=None, min_requests=10):
+    """The verdict of the canary over one window: the canary hosts as the one arm of an experiment against the hosts
+    not yet switched, judged on the interval samples of that window with a measure of noise (_judge.evaluate): the
+    canary passes when it is not worse on the objective beyond the tolerance (the whole interval of the shift on the
+    right side of it), no latency is worse, and no guardrail is broken; the acceptance length is shown, never judged
+    (the hosts not yet switched do not speculate, and a probe's prompts are not the fleet's traffic).
 
-
-def _group(figures, hosts, name):
-    return _mean([(figures.get(h) or {}).get(name) for h in hosts])
-
-
-def _fmt(value, unit=""):
-    if value is None:
-        return "none"
-    if unit == " s":
-        return "%.1f ms" % (1000 * value) if value < 1 else "%.2f s" % value
-    if isinstance(value, float) and value < 1:
-        return "%.2f%%" % (100 * value) if unit == "%" else "%.4f" % value
-    return "%.2f" % value
-
-
-def _check(metric, limits, canary, baseline):
-    """The failures ("must be ..." reasons) of one metric's figures against its thresholds."""
-    _figure, _label, unit, better = METRICS[metric]
-    failures = []
-    if better == "higher":
-        if limits.get("min") is not None and canary < limits["min"]:
-            failures.append("must be >= %s" % _fmt(float(limits["min"]), unit))
-        if limits.get("min_ratio") is not None and baseline is not None and canary < baseline * limits["min_ratio"]:
-            failures.append("must be >= %.2fx the baseline" % limits["min_ratio"])
-    elif better == "lower":
-        if limits.get("max") is not None and canary > limits["max"]:
-            failures.append("must be <= %s" % _fmt(float(limits["max"]), unit))
-        if limits.get("max_ratio") is not None and baseline and canary > baseline * limits["max_ratio"]:
-            failures.append("must be <= %.2fx the baseline" % limits["max_ratio"])
-    else:
-        if limits.get("max") is not None and canary > limits["max"]:
-            failures.append("must be <= %s" % _fmt(float(limits["max"]), "%"))
-        if limits.get("max_increase") is not None and baseline is not None \
-                and canary > baseline + limits["max_increase"]:
-            failures.append("must be at most %s above the baseline" % _fmt(float(limits["max_increase"]), "%"))
-    return failures
-
-
-def judge(figures, canary_hosts, baseline_hosts, limits=None, min_requests=10, probe_accept=None, gateway=None,
-          source=None, problem=None, window_s=None):
-    """The verdict of the canary over one window.
-
-    figures: {host: window figures}; probe_accept: {host: acceptance length the speed probe measured after the
-    switch}, the reference of accept_length when the baseline does not speculate; gateway: {"error_ratio": x,
-    "baseline_error_ratio": y} or None. Returns {verdict, failed: [{metric, label, canary, baseline, reasons}],
-    inconclusive: [reasons], figures: {metric: {canary, baseline}}, hosts: {...}, message}.
-    """
-    limits = limits or DEFAULT_THRESHOLDS
-    figures = figures or {}
-    result = {"verdict": None, "failed": [], "inconclusive": [], "figures": {}, "source": source,
-              "window_s": window_s, "canary_hosts": list(canary_hosts), "baseline_hosts": list(baseline_hosts),
-              "per_host": figures}
+    observed: sglang_live_metrics' result (figures and samples per host, source, window_s, gateway, problems);
+    settings: sglang_dflash_judge. Returns {verdict (pass, fail, inconclusive), failed: [metrics], inconclusive:
+    [reasons], figures: {metric: {canary, baseline, ...}}, judgement: [lines], source, window_s, canary_hosts,
+    baseline_hosts, per_host, message}."""
+    observed = observed or {}
+    figures = observed.get("figures") or {}
+    result = {"verdict": None, "failed": [], "inconclusive": [], "figures": {}, "judgement": [],
+              "source": observed.get("source"), "window_s": observed.get("window_s"),
+              "canary_hosts": list(canary_hosts), "baseline_hosts": list(baseline_hosts), "per_host": figures}
+    problem = "; ".join(observed.get("problems") or [])
     if problem:
         result["inconclusive"].append(problem)
     if not baseline_hosts:
@@ -147,63 +79,75 @@ def judge(figures, canary_hosts, baseline_hosts, limits=None, min_requests=10, p
                 result["inconclusive"].append(
                     "%s host %s served %s request(s) in the window, fewer than %d (no traffic, or no series)"
                     % (group, host, requests if requests is not None else "no", min_requests))
-    for metric, (name, label, _unit, _better) in METRICS.items():
-        if metric == "gateway_error_ratio":
-            canary = (gateway or {}).get("error_ratio")
-            baseline = (gateway or {}).get("baseline_error_ratio")
-        else:
-            canary, baseline = _group(figures, canary_hosts, name), _group(figures, baseline_hosts, name)
-        if metric == "abort_ratio":
-            # A server that never aborted may have no series yet: 0 when it served requests.
-            canary = canary if canary is not None else (0.0 if _group(figures, canary_hosts, "requests") else None)
-            baseline = baseline if baseline is not None else (
-                0.0 if _group(figures, baseline_hosts, "requests") else None)
-        if metric == "accept_length" and baseline is None:
-            baseline = _mean([(probe_accept or {}).get(h) for h in canary_hosts])
-        result["figures"][metric] = {"canary": canary, "baseline": baseline}
-        if metric == "gateway_error_ratio" and gateway is None:
-            continue  # no gateway metrics configured
-        if canary is None:
-            if metric in ("accept_length", "ttft_p99") and problem is None and not result["inconclusive"]:
-                result["inconclusive"].append("the canary hosts report no %s" % label)
-            continue
-        reasons = _check(metric, limits.get(metric, {}), canary, baseline)
-        if reasons:
-            result["failed"].append({"metric": metric, "label": label, "canary": canary, "baseline": baseline,
-                                     "reasons": reasons})
-    if result["failed"]:
-        result["verdict"] = "fail"
-    elif result["inconclusive"]:
-        result["verdict"] = "inconclusive"
-    else:
-        result["verdict"] = "pass"
+    config, wrong = _judge.configure(dict({"require": "not worse"}, **(settings or {})))
+    if wrong:
+        result["inconclusive"].append("sglang_dflash_judge: %s" % wrong)
+    samples = [s for host_samples in (observed.get("samples") or {}).values() for s in host_samples]
+    if not result["inconclusive"]:
+        _judged(result, samples, canary_hosts, baseline_hosts, config, observed.get("interval_s"))
+    _gateway(result, observed.get("gateway"), config)
+    result["figures"]["accept_length"] = {"canary": _median(s.get("accept_length") for s in samples
+                                                            if s.get("host") in canary_hosts),
+                                          "baseline": _median(s.get("accept_length") for s in samples
+                                                              if s.get("host") in baseline_hosts)}
+    result["verdict"] = "fail" if result["failed"] else ("inconclusive" if result["inconclusive"] else "pass")
     result["message"] = message(result)
     return result
 
 
+def _judged(result, samples, canary_hosts, baseline_hosts, config, interval_s):
+    """The judge's verdict of the canary as one arm (the objective and the latencies, the guardrails)."""
+    config = dict(config, compared=_judge.reported(samples, config["compared"], [canary_hosts, baseline_hosts],
+                                                   config["objective"]))
+    decision = _judge.evaluate(samples, [{"name": "canary", "hosts": list(canary_hosts)}], list(baseline_hosts),
+                               config, interval_s, max_window_reached=True)
+    status = decision["arms"]["canary"]["status"]
+    comparisons = decision["against_control"]["canary"]
+    for metric, comparison in comparisons.items():
+        result["figures"][metric] = {
+            "canary": comparison.get("median_arm"), "baseline": comparison.get("median_control"),
+            "shift_relative": comparison.get("shift_relative"), "low_relative": comparison.get("low_relative"),
+            "high_relative": comparison.get("high_relative"), "verdict": comparison.get("verdict")}
+    result["judgement"] = decision["lines"]
+    if status == "too few samples":
+        result["inconclusive"].extend(decision["arms"]["canary"]["reasons"])
+    elif status in ("loses", "failed guardrail"):
+        worse = [m for m, c in comparisons.items() if c.get("verdict") == "worse"]
+        if status == "loses" and config["objective"] not in worse:
+            worse.insert(0, config["objective"])  # not shown to be no worse than the tolerance allows
+        breached = sorted(set(b["metric"] for b in (decision["guardrails"]["breaches"].get("canary") or [])))
+        result["failed"] = worse + [m for m in breached if m not in worse]
+        result["failure_reasons"] = decision["arms"]["canary"]["reasons"]
+
+
+def _gateway(result, gateway, config):
+    """The error rate through the gateway over the window (the whole gateway's: SMG does not split its responses by
+    worker), against its guardrail."""
+    ratio = (gateway or {}).get("error_ratio")
+    limit = ((config or {}).get("guardrails") or _judge.GUARDRAILS).get("gateway_error_ratio", {}).get("max")
+    result["figures"]["gateway_error_ratio"] = {"canary": ratio, "baseline": ratio}
+    if ratio is not None and limit is not None and ratio > limit:
+        result["failed"].append("gateway_error_ratio")
+        result.setdefault("failure_reasons", []).append(
+            "error rate through the gateway %.2f%% (at most %.2f%%)" % (100 * ratio, 100 * limit))
+
+
 def message(result):
-    """One line: the verdict, and each failed metric with the canary's and the baseline's figures."""
+    """One line: the verdict, the judgement of each metric (its shift and interval), and the acceptance length as a
+    diagnostic."""
     hosts = "canary %s against %s" % (",".join(sorted(result["canary_hosts"])) or "none",
                                       ",".join(sorted(result["baseline_hosts"])) or "no other host")
     window = " over %s s" % result["window_s"] if result.get("window_s") is not None else ""
     source = " (%s)" % result["source"] if result.get("source") else ""
+    accept = (result["figures"].get("accept_length") or {}).get("canary")
+    diagnostic = "; acceptance length %.2f (a diagnostic, not judged)" % accept if accept is not None else ""
     if result["verdict"] == "fail":
-        parts = []
-        for failure in result["failed"]:
-            unit = METRICS[failure["metric"]][2]
-            if METRICS[failure["metric"]][3] == "lower_ratio":
-                unit = "%"
-            parts.append("%s %s (baseline %s): %s" % (
-                failure["label"], _fmt(failure["canary"], unit), _fmt(failure["baseline"], unit),
-                ", ".join(failure["reasons"])))
-        return "the canary failed, %s%s%s: %s" % (hosts, window, source, "; ".join(parts))
+        return "the canary failed, %s%s%s: %s%s" % (hosts, window, source, "; ".join(
+            result.get("failure_reasons") or result["failed"]), diagnostic)
     if result["verdict"] == "inconclusive":
         return "the canary is inconclusive, %s%s%s: %s" % (hosts, window, source, "; ".join(result["inconclusive"]))
-    figures = result["figures"]
-    shown = ", ".join("%s %s vs %s" % (METRICS[m][1], _fmt(v["canary"], METRICS[m][2]),
-                                       _fmt(v["baseline"], METRICS[m][2]))
-                      for m, v in figures.items() if v["canary"] is not None)
-    return "the canary passed, %s%s%s: %s" % (hosts, window, source, shown)
+    judged = "; ".join(line.split(": ", 1)[1] for line in result["judgement"]) or "no figures"
+    return "the canary passed, %s%s%s: %s%s" % (hosts, window, source, judged, diagnostic)
 
 
 ACTIONS = {"pass": "continue", "fail": "rollback"}
@@ -283,23 +227,11 @@ def stage_failed(result, failure_msg):
     return {"reason": reason, "result": result}
 
 
-def verdict(observed, canary_hosts, baseline_hosts, overrides=None, min_requests=10, on_inconclusive="hold",
-            probe_accept=None):
-    """The canary's verdict over the observed window and what the rollout does (judge, then decide).
-
-    observed: sglang_live_metrics' result; overrides: sglang_dflash_canary_thresholds; probe_accept: {host: acceptance
-    length the speed probe measured after its switch}, the acceptance's reference where the baseline does not
-    speculate."""
-    limits, problem = thresholds(dict(overrides or {}))
-    observed = dict(observed or {})
-    if problem:
-        return {"verdict": "fail", "action": "hold", "failed": [], "inconclusive": [], "figures": {},
-                "message": problem + "; nothing more is switched"}
-    problems = list(observed.get("problems") or [])
-    result = judge(observed.get("figures") or {}, list(canary_hosts or []), list(baseline_hosts or []), limits,
-                   int(min_requests), dict(probe_accept or {}), observed.get("gateway"), observed.get("source"),
-                   "; ".join(problems) or None, observed.get("window_s"))
-    result["notes"] = list(observed.get("notes") or [])
+def verdict(observed, canary_hosts, baseline_hosts, settings=None, min_requests=10, on_inconclusive="hold"):
+    """The canary's verdict over the observed window (judge) and what the rollout does (decide)."""
+    result = judge(dict(observed or {}), list(canary_hosts or []), list(baseline_hosts or []), settings,
+                   int(min_requests))
+    result["notes"] = list((observed or {}).get("notes") or [])
     if result["notes"]:
         result["message"] += " (%s)" % "; ".join(result["notes"])
     return decide(result, on_inconclusive)

@@ -17,7 +17,13 @@ __metaclass__ = type
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import SGLANG_DEFAULT_PORT
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import words_from_pairs
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery, _messages, _resume, _steps
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
+    _drafter_delivery,
+    _experiment,
+    _messages,
+    _resume,
+    _steps,
+)
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import fleet_row, host_result
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._revert_plan import revert_plan
@@ -33,6 +39,27 @@ TP_FLAGS = ("--tp-size", "--tensor-parallel-size", "--tp")
 
 class HostPlanError(Exception):
     """The settings cannot be read at all (a drafter source set wrong): the host is refused with this message."""
+
+
+def with_arm(settings):
+    """The settings of a host in an experiment's arm (settings["arm"]): the arm's own over the role's (its drafter,
+    algorithm, block size, ...). A drafter source of the arm replaces the role's drafter path, and a path the
+    source."""
+    if not settings.get("arm"):
+        return settings
+    config, problem = _experiment.settings(settings.get("experiment"))
+    if problem:
+        raise HostPlanError(problem)
+    if settings["arm"] not in [a["name"] for a in config["arms"]]:
+        raise HostPlanError("sglang_dflash_arm %s is not an arm of sglang_dflash_experiment (%s)" % (
+            settings["arm"], ", ".join(a["name"] for a in config["arms"])))
+    overrides = _experiment.arm_settings(config, settings["arm"])
+    merged = dict(settings, **overrides)
+    if "drafter" in overrides and "draft_model_path" not in overrides:
+        merged["draft_model_path"] = None
+    if "draft_model_path" in overrides and "drafter" not in overrides:
+        merged["drafter"] = None
+    return merged
 
 
 def resolve_drafters(settings, host, drafters=None):
@@ -177,6 +204,7 @@ def survey(host, decided, settings, check_mode=False):
     facts = first.get("facts") or {}
     gpus = [g.get("name") for g in (facts.get("gpus") or {}).get("gpus") or [] if g.get("name")]
     result = {"host": host, "surveyed": True, "nothing_to_do": decided["nothing_to_do"],
+              "refused": bool(decided["refusals"]),
               "metrics_target": metrics_target(host, settings, services),
               "kind": {"gpu": gpus[0] if gpus else None, "release": (facts.get("package") or {}).get("version"),
                        "tp": _tp_size(first)},

@@ -425,6 +425,17 @@ def host_spread(sides):
     return _round(math.sqrt(max(0.0, variance)))
 
 
+def reported(samples, metrics, groups, objective):
+    """The metrics of `metrics` some host of every group reports in the samples: a metric no server of a side reports
+    (a release without that series) is left out rather than waited for; the objective is always kept."""
+    kept = []
+    for metric in metrics:
+        sides = [any(s.get(metric) is not None for s in samples or [] if s.get("host") in hosts) for hosts in groups]
+        if metric == objective or all(sides):
+            kept.append(metric)
+    return kept
+
+
 def configure(overrides=None):
     """DEFAULTS with the operator's settings merged in (tolerance and guardrails metric by metric), or a problem.
 

@@ -52,8 +52,6 @@ def decide(plan, outcome, observed, host, check_mode, now):
         "ready": _ran(observed.get("ready")), "speed": _speed(observed), "out_of_rotation_s": out_s,
         "drain": _ran(observed.get("drain")), "check_mode": check_mode})
     service["resumed"] = (plan.get("interrupted") or {}).get("line")
-    # What the speed probe measured on the new server: the canary's acceptance reference where nothing else speculates.
-    service["accept_length"] = (_ran(observed.get("speed_after")) or {}).get("accept_length")
     if outcome == "unchanged":
         return {"service": service, "record": None, "message": None}
     measurements = {"before": observed.get("speed_before"), "after": _ran(observed.get("speed_after")),
