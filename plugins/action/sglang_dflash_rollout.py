@@ -166,7 +166,7 @@ class ActionModule(ActionBase):
         assignment = _experiment.assign(results, args["hosts"], config)
         arm = _experiment.arm_of(assignment, host)
         stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"])
-        own["experiment"] = {"arm": arm, "assignment": assignment,
+        own["experiment"] = {"arm": arm, "assignment": assignment, "settings": config,
                              "chunks": -(-config["max_window"] // config["chunk"]),
                              "targets": _rollout.metrics_targets(results, args["hosts"])}
         if assignment["problem"]:
@@ -189,10 +189,11 @@ class ActionModule(ActionBase):
             not_ready = ["%s (%s)" % (h, (results.get(h) or {}).get("reason") or "not switched")
                          for hosts in (assignment.get("arms") or {}).values() for h in hosts
                          if (results.get(h) or {}).get("state") != _rollout.DONE]
-            if not_ready:
+            why = assignment.get("problem") or (
+                "an arm's host was not switched: %s" % "; ".join(not_ready) if not_ready else None)
+            if why:
                 state = {"samples": [], "seconds": 0, "failed": [], "done": True, "outcome": "not started",
-                         "winner": None, "roll_back_now": [], "lines": [],
-                         "decision": {"message": "an arm's host was not switched: %s" % "; ".join(not_ready)}}
+                         "winner": None, "roll_back_now": [], "lines": [], "decision": {"message": why}}
         state = _experiment.judge(state, args["observed"], assignment, config)
         out = {"state": state, "line": _experiment.message(state, assignment)}
         if state["done"]:
