@@ -151,6 +151,8 @@ class ActionModule(ActionBase):
         config, problem = _experiment.settings(args["experiment"])
         if problem:
             raise AnsibleActionFail(problem)
+        # The experiment's own judge settings over the role's (sglang_dflash_judge).
+        config["judge"] = dict(args["judge"], **config["judge"])
         return config
 
     def _experiment_assign(self, args, host):

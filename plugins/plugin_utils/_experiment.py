@@ -162,7 +162,11 @@ def judge(state, observed, assignment, config, control_speculates=False):
     live = [a for a in config["arms"] if a["name"] not in state["failed"]]
     arms = [{"name": a["name"], "hosts": assignment["arms"][a["name"]]} for a in live]
     longest = state["seconds"] >= config["max_window"]
-    decision = _judge.evaluate(state["samples"], arms, assignment["control"], config["judge"], config["interval"],
+    judge_settings, _problem = _judge.configure(config["judge"])
+    groups = [a["hosts"] for a in arms] + [assignment["control"]]
+    judge_settings["compared"] = _judge.reported(state["samples"], judge_settings["compared"], groups,
+                                                 judge_settings["objective"])
+    decision = _judge.evaluate(state["samples"], arms, assignment["control"], judge_settings, config["interval"],
                                max_window_reached=longest, control_speculates=control_speculates)
     newly = [a for a in decision["guardrails"]["failed"] if a not in state["failed"]]
     state["failed"] = list(state["failed"]) + newly

@@ -21,8 +21,8 @@ case "$action" in
     workers=$(printf "'%s', " "$@")
     cat >"$dir/prometheus.yml" <<CONFIG
 global:
-  scrape_interval: 5s
-  scrape_timeout: 4s
+  scrape_interval: 1s
+  scrape_timeout: 900ms
 scrape_configs:
   - job_name: sglang
     static_configs:

@@ -1,12 +1,14 @@
 """The canary stage behind the lab's gateway, under the lab's load: canary-1 is switched first and judged on live
-metrics against canary-2..4 (not yet switched) over a 20-s window (10 s where no traffic runs: the verdict is
-inconclusive whatever the length); only on a pass does the rest roll.
+metrics against canary-2..4 (not yet switched) over a 24-s window of 2-s samples, by the experiment's statistical
+judge (10 s where no traffic runs: the verdict is inconclusive whatever the length); only on a pass does the rest
+roll.
 The stand-in's speed is SIMULATED (tests/standin/gpufleet_standin.py): it slows with the load and with another
 language as the upstream figures do. The tests run in order: the fleet is back on its previous server after each,
 until (a) rolls it."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -131,7 +133,7 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     report("(b) load-bound drafter under load", run, counts, seconds)
     assert run.returncode != 0
     # Today's probe (one client, sglang_dflash_speed_probe_concurrency [1]) passed it: kept until the canary judged.
-    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 20 s (prometheus)" \
+    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
         in run.output, run.output[-4000:]
     assert "decode tokens/s per running request" in run.output
     assert "Every canary host goes back to its previous server" in run.output
@@ -140,6 +142,7 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     assert outcome == "reverted" and canary["verdict"] == "fail" and canary["action"] == "rollback", canary
     assert "decode_per_request" in canary["failed"]
     assert canary["figures"]["decode_per_request"]["canary"] < canary["figures"]["decode_per_request"]["baseline"]
+    assert canary["figures"]["decode_per_request"]["verdict"] == "worse"
     assert counts["failed"] == 0, counts["failures"]
     assert counts["streamed"]["ok"] > 10
     back_on_the_previous_server(run)
@@ -165,27 +168,35 @@ def test_b_the_probe_at_load_catches_it_before_the_canary():
     untouched(before)
 
 
-def test_e_traffic_in_another_language_lowers_the_acceptance_length_and_the_gate_names_it():
-    before = pids()
+def test_e_a_faster_drafter_on_traffic_in_another_language_is_kept():
+    """The seed's false rollback: 80 % of the plain requests in Chinese, where the drafter accepts less than on the
+    probe's English prompts, yet every request is faster than without it. The canary judges the decode speed on the
+    fleet's own traffic; the acceptance length is shown, never a gate, so the canary passes (and the fleet rolls;
+    the next test starts from the revert)."""
     loadgen, lab.LOADGEN = lab.LOADGEN, os.path.join(HERE, "chinese_loadgen.py")
     try:
         run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*CANARY), **LOAD)
     finally:
         lab.LOADGEN = loadgen
     report("(e) Chinese traffic", run, counts, seconds)
-    assert run.returncode != 0
-    assert "acceptance length (sglang:spec_accept_length)" in run.output, run.output[-4000:]
-    assert "must be >= 0.75x the baseline" in run.output
+    assert run.returncode == 0, run.output[-4000:]
+    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
+        in run.output
+    passed = re.search(r"acceptance length ([\d.]+) \(a diagnostic, not judged\)", run.output)
+    # Lower than the probe's English prompts (about 6.4): the Chinese share of the traffic shows in it.
+    assert passed and float(passed.group(1)) < 5.0, run.output[-3000:]
     assert counts["failed"] == 0, counts["failures"]
-    back_on_the_previous_server(run)
-    untouched(before)
+    assert set(algorithms().values()) == {"DFLASH"}
+    revert = playbook("revert_dflash.yml", "-e", "sglang_dflash_restart_stopped_units=true")
+    assert revert.returncode == 0, revert.output[-3000:]
+    assert set(algorithms().values()) == {None}
 
 
 def test_a_a_good_drafter_passes_the_canary_and_the_fleet_rolls():
     run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*CANARY), **LOAD)
     report("(a) good drafter under load", run, counts, seconds)
     assert run.returncode == 0, run.output[-4000:]
-    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 20 s (prometheus)" \
+    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
         in run.output
     assert counts["failed"] == 0, counts["failures"]
     assert set(algorithms().values()) == {"DFLASH"}
@@ -195,4 +206,5 @@ def test_a_a_good_drafter_passes_the_canary_and_the_fleet_rolls():
     outcome, canary = canary_record()
     assert outcome == "switched" and canary["verdict"] == "pass" and canary["action"] == "continue", canary
     assert canary["failed"] == [] and canary["figures"]["accept_length"]["canary"] > 2.0
+    assert canary["figures"]["decode_per_request"]["verdict"] == "better"
     assert canary_record("canary-2") == ("switched", None)
