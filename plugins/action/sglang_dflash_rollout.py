@@ -119,13 +119,14 @@ class ActionModule(ActionBase):
 
     def _canary_record(self, args, host):
         """A canary host keeps the verdict: in its result, and, unless it goes back (its revert records it then), in
-        the record of each service its switch changed, written on the host with the canary's intent cleared."""
+        the record of each of its services, written on the host with the canary's intent cleared."""
         verdict = args["verdict"] or {}
         own = dict(args["result"], canary=verdict)
         if verdict.get("action") != "rollback" and not self._task.check_mode:
+            # Every service of a canary host was under the canary's eye (one switched earlier, whose canary window
+            # a cut run left, too); a service never switched has no record, and gets none.
             for service in own.get("services") or []:
-                if service.get("changed"):
-                    self._write_record(args["state_dir"], service["unit"], _canary.record(verdict))
+                self._write_record(args["state_dir"], service["unit"], _canary.record(verdict))
         return {"ansible_facts": {RESULT: own}}
 
     def _canary_failed(self, args, host):

@@ -48,7 +48,8 @@ def test_the_canary_verdict_is_kept_in_the_hosts_result_and_its_records(run_acti
                                      "state_dir": "/var/lib/gpufleet-sglang"}, host)
     assert kept["ansible_facts"]["sglang_dflash_result"]["canary"] == verdict
     assert [(name, args["unit"], args["record_update"]["canary"]["verdict"]) for name, args in host.runs] == [
-        ("gpufleet.sglang.sglang_run_state", "sglang.service", "pass")]
+        ("gpufleet.sglang.sglang_run_state", "sglang.service", "pass"),
+        ("gpufleet.sglang.sglang_run_state", "other.service", "pass")]
 
 
 def test_the_summary_reads_each_hosts_result_of_this_run(run_action):
