@@ -14,16 +14,24 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
+
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery, _host_plan, _steps
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery, _host_plan, _speculation, _steps
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name, stamped
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
 
 FACTS_MODULE = "gpufleet.sglang.sglang_facts"
+SPECULATION_MODULE = "gpufleet.sglang.sglang_speculation_info"
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True},
-    "mode": {"type": "str", "default": "deploy", "choices": ["deploy", "survey", "report", "drafters", "rollback"]},
+    "mode": {"type": "str", "default": "deploy",
+             "choices": ["deploy", "survey", "report", "verify", "drafters", "rollback"]},
+    # Seconds of traffic the day-two check reads (verify: the settings' verify_window by default; report: none, 0).
+    "verify_window": {"type": "float"},
+    # verify: the first verification of this run, whose services the revert or restart since then acted on.
+    "previous": {"type": "dict"},
     "drafters": {"type": "list", "elements": "dict"},
     "results": {"type": "list", "elements": "dict"},
     "plan": {"type": "dict"},
@@ -65,8 +73,17 @@ class ActionModule(ActionBase):
             result.update(_refused(host, str(exc), mode))
             return result
         facts = self._facts(settings, task_vars)
+        if mode == "verify":
+            window = args["verify_window"] if args["verify_window"] is not None else settings.get("verify_window")
+            verified = _host_plan.verification(host, self._speculation(host, facts, settings, window, task_vars),
+                                               settings, args["previous"])
+            result.update(verified, ansible_facts={"sglang_dflash_verify": verified})
+            return result
         if mode == "report":
             result["fleet_rows"] = _host_plan.report_rows(host, facts, settings)
+            if args["verify_window"]:
+                _host_plan.with_speculation(result["fleet_rows"], self._speculation(
+                    host, facts, settings, args["verify_window"], task_vars))
             rows = {"host": host, "fleet_rows": result["fleet_rows"]}
             result["ansible_facts"] = {"sglang_dflash_result": stamped(rows)}
             return result
@@ -101,6 +118,24 @@ class ActionModule(ActionBase):
         if facts.get("unreachable"):
             raise AnsibleActionFail(facts.get("msg") or "the host could not be reached")
         return facts
+
+    def _speculation(self, host, facts, settings, window, task_vars):
+        """Each switched service's day-two verdict (plugin_utils/_speculation.py) from the evidence read on the host
+        (gpufleet.sglang.sglang_speculation_info, one module run for all of them over one window)."""
+        try:
+            thresholds = _speculation.configure(settings.get("verify_thresholds"))
+        except _speculation.SpeculationSettingsError as exc:
+            raise AnsibleActionFail("host %s: %s" % (host, exc)) from None
+        servers, records, verdicts = _host_plan.verify_targets(facts, settings, time.time())
+        if not servers:
+            return verdicts
+        observed = self._execute_module(module_name=SPECULATION_MODULE, task_vars=task_vars, module_args={
+            "servers": servers, "window": window or 0, "probe": settings.get("verify_probe") or "no_traffic"})
+        self._remove_tmp_path(self._connection._shell.tmpdir)
+        for evidence in observed.get("servers") or [dict(unit=s["unit"], metrics_problem=observed.get("msg"))
+                                                    for s in servers]:
+            verdicts.append(_speculation.judge(evidence, records.get(evidence["unit"]), thresholds))
+        return verdicts
 
     @staticmethod
     def _drafters(settings, host, results):

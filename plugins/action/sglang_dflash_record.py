@@ -21,7 +21,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_na
 
 ARGUMENT_SPEC = {
     "outcome": {"type": "str", "required": True,
-                "choices": ["switched", "reverted", "unchanged", "rolled back", "refused"]},
+                "choices": ["switched", "reverted", "restarted", "unchanged", "rolled back", "refused"]},
     "plan": {"type": "dict"},
     "refusals": {"type": "list", "elements": "str", "default": []},
     "observed": {"type": "dict", "default": {}},
@@ -72,7 +72,8 @@ class ActionModule(ActionBase):
         on the host."""
         settings = plan.get("settings") or {}
         module_args = {"dir": settings.get("state_dir"), "unit": plan.get("unit"), "clear_intent": True,
-                       "drop_snapshot": record is not None}
+                       # A restart's copy holds the files it left untouched: no longer needed either.
+                       "drop_snapshot": record is not None or plan.get("mode") == "restart"}
         if record is not None:
             module_args["record"] = record
         written = self._execute_module(module_name="gpufleet.sglang.sglang_run_state", module_args=module_args,

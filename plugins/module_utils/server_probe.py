@@ -129,7 +129,12 @@ def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.mono
 def _generation_summary(generation):
     if generation is None:
         return None
-    return dict((k, generation.get(k)) for k in ("ok", "status", "latency_s", "completion_tokens", "problem"))
+    summary = dict((k, generation.get(k)) for k in ("ok", "status", "latency_s", "completion_tokens", "problem"))
+    # What speculation did for this first request (the figure at the switch that a day-two check compares with).
+    meta = generation.get("meta") or {}
+    summary["verify_steps"] = meta.get("spec_verify_ct")
+    summary["accept_length"] = meta.get("spec_accept_length")
+    return summary
 
 
 def seconds_since_start(state, clock=time.monotonic):

@@ -24,6 +24,11 @@ description:
   - O(mode=survey) decides the same without keeping the plans, and keeps what the rollout needs of the host in its
     C(sglang_dflash_result) fact (whether it has anything to do, what it is, where its metrics are read).
   - O(mode=report) returns the fleet report's rows of the host instead (M(gpufleet.sglang.sglang_fleet_rows)'s).
+  - O(mode=verify) is the day-two check (C(playbooks/verify_dflash.yml)) - each switched service's evidence read on the
+    host over O(verify_window) seconds (M(gpufleet.sglang.sglang_speculation_info), one module run for all of them),
+    judged on the controller against the figures its record kept at the switch (engaged, degraded, off or unknown),
+    kept as the C(sglang_dflash_verify) fact. With O(mode=report) and O(verify_window), each row of a switched service
+    gets its verdict too.
   - O(mode=drafters) lists the host's drafter sources, or, given their fetch and push O(results), what each gave
     (kept as the C(sglang_dflash_drafters) fact).
   - O(mode=rollback) decides the rollback of a failed switch from how far the host's intent says it got.
@@ -41,8 +46,18 @@ options:
   mode:
     description: What to decide (see the description).
     type: str
-    choices: [deploy, survey, report, drafters, rollback]
+    choices: [deploy, survey, report, verify, drafters, rollback]
     default: deploy
+  verify_window:
+    description:
+      - Seconds of each switched service's traffic that O(mode=verify) (default, the settings' C(verify_window)) or
+        O(mode=report) (default, none) reads; 0 with O(mode=report) reads nothing.
+    type: float
+  previous:
+    description:
+      - With O(mode=verify), the first verification of this run (C(sglang_dflash_verify)), once its revert or restart
+        ran - each service it acted on says what was done.
+    type: dict
   drafters:
     description: The drafters this run fetched (C(sglang_dflash_drafters)); unset - where their copies are in the store.
     type: list
@@ -95,6 +110,12 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ decided.lines }}"
 
+- name: Is speculation engaged on this host's switched services now?
+  gpufleet.sglang.sglang_dflash_plan:
+    mode: verify
+    settings: {service_name: sglang-qwen, verify_window: 10}
+  register: verified
+
 - name: The fleet report's rows of this host
   gpufleet.sglang.sglang_dflash_plan:
     mode: report
@@ -105,11 +126,15 @@ EXAMPLES = r"""
 RETURN = r"""
 services:
   description:
-    - One plan per selected service (O(mode=deploy)) - C(unit), C(mode) (switch, install or revert), C(errors),
-      C(needs_change), C(files), C(exec_start), C(changes), C(switch_state), C(interrupted) (the cut run it resumes,
-      with its C(line)), C(outcome) (switched, reverted or unchanged), C(steps) (each step's key; a falsy value - the
-      step does not run), C(lines), C(facts) (without the release's flag list) and what the steps need.
-  returned: O(mode=deploy)
+    - One plan per selected service (O(mode=deploy)) - C(unit), C(mode) (switch, install, revert or restart),
+      C(errors), C(needs_change), C(files), C(exec_start), C(changes), C(switch_state), C(interrupted) (the cut run
+      it resumes, with its C(line)), C(outcome) (switched, reverted, restarted or unchanged), C(steps) (each step's
+      key; a falsy value - the step does not run), C(lines), C(facts) (without the release's flag list) and what the
+      steps need.
+    - With O(mode=verify), each switched service's verdict - C(unit), C(state) (engaged, degraded, off, unknown),
+      C(reason), C(source) (traffic or probe), C(requests), C(verify_steps), C(accept_length),
+      C(accept_length_gauge), C(accept_length_at_switch), C(at_switch_from), C(time), C(window_s).
+  returned: O(mode=deploy) and O(mode=verify)
   type: list
   elements: dict
 refusals:
@@ -118,8 +143,8 @@ refusals:
   type: list
   elements: str
 lines:
-  description: What the run changes, line by line, for every service.
-  returned: O(mode=deploy) and O(mode=survey)
+  description: What the run changes, line by line, for every service (O(mode=verify) - each service's state).
+  returned: O(mode=deploy), O(mode=survey) and O(mode=verify)
   type: list
   elements: str
 gateway_checks:
@@ -141,6 +166,24 @@ fleet_rows:
   returned: O(mode=report)
   type: list
   elements: dict
+act_on:
+  description: The units the day-two action (C(verify_on_degraded) revert or restart) is for - those degraded or off.
+  returned: O(mode=verify)
+  type: list
+  elements: str
+action:
+  description: The day-two action asked (report, revert, restart).
+  returned: O(mode=verify)
+  type: str
+failing:
+  description: The lines of the services whose state is in C(verify_fail_when).
+  returned: O(mode=verify)
+  type: list
+  elements: str
+counts:
+  description: How many switched services are in each state (engaged, degraded, off, unknown).
+  returned: O(mode=verify)
+  type: dict
 steps:
   description: The rollback's steps (O(mode=rollback)).
   returned: O(mode=rollback)

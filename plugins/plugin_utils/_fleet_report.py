@@ -20,7 +20,9 @@ SWITCH_STATES = ("not switched", "current", "drifted", "broken by a package chan
 CHANGE_MARKS = (("removed", "−"), ("added", "+"), ("overridden", "→"))
 MARKDOWN_COLUMNS = ("host", "service", "status", "python", "sglang", "install", "imported from", "DFLASH", "DDTREE",
                     "block size flag", "draft window flag", "GPUs", "GPU processes (unit)", "the switch",
-                    "switch state", "last switch", "gateway", "drafter", "why not")
+                    "switch state", "speculation now", "last switch", "gateway", "drafter", "why not")
+# The day-two states of a switched service (plugin_utils/_speculation.py), and a row without one.
+SPECULATION_STATES = ("engaged", "degraded", "off", "unknown", "not verified")
 
 
 def _dict(value):
@@ -147,6 +149,30 @@ def hosts_with_a_gpu_map(rows):
     return hosts
 
 
+def speculation_cell(row):
+    """The "speculation now" cell: the state, the acceptance now and at the switch, and the time; "-" for a service
+    that was not verified (never switched, or the report read no traffic)."""
+    verdict = _dict(row.get("speculation"))
+    if not verdict:
+        return "-"
+    now = verdict.get("accept_length")
+    then = verdict.get("accept_length_at_switch")
+    return "**%s**: acceptance %s now, %s at the switch (%s, %s)" % (
+        verdict.get("state"), "%.2f" % now if now is not None else "-", "%.2f" % then if then else "-",
+        verdict.get("reason"), verdict.get("time"))
+
+
+def speculation_token(row):
+    """The row's day-two state for the page's filter and colour ("not" when it was not verified)."""
+    return _dict(row.get("speculation")).get("state") or "not"
+
+
+def speculation_counts(rows):
+    """[(state, token, how many)] of the rows: each day-two state, then the rows not verified."""
+    tokens = [speculation_token(row) for row in rows]
+    return [(state, state.split(" ", 1)[0], tokens.count(state.split(" ", 1)[0])) for state in SPECULATION_STATES]
+
+
 def _markdown_row(row):
     facts = _dict(row.get("facts"))
     package = facts.get("package")
@@ -177,7 +203,7 @@ def _markdown_row(row):
         "yes" if "DFLASH" in algorithms else "no", "yes" if "DDTREE" in algorithms else "no",
         _or(flags.get("block_size"), "—"), _or(flags.get("draft_window_size"), "—"),
         "<br>".join(gpu_cells) or gpus.get("nvidia_smi", ""), "<br>".join(processes), changes, state,
-        last_switch_line(facts.get("rollout_record")) or "",
+        _cell(speculation_cell(row)), last_switch_line(facts.get("rollout_record")) or "",
         "%s (%s)" % (gateway.get("summary"), gateway.get("worker_url")) if gateway else "-",
         _cell(drafter.get("summary")) if drafter else "-", _cell("; ".join(row.get("reasons") or [])),
     ]
@@ -195,8 +221,11 @@ def markdown(rows):
                   % (" (%s to %s)" % span if span else "")]
     counts = [(status, len(group)) for status, group in by_status(rows)]
     cut = len([row for row in rows if row.get("interrupted")])
+    verified = ", ".join("%d %s" % (n, state) for state, _token, n in speculation_counts(rows)
+                         if n and state != "not verified")
     lines += ["", ", ".join("%d %s" % (n, status) for status, n in counts if n or status in ("ready", "blocked"))
-              + (", %d interrupted by a run that was cut" % cut if cut else ""),
+              + (", %d interrupted by a run that was cut" % cut if cut else "")
+              + ("; speculation now: %s" % verified if verified else ""),
               "", "| %s |" % " | ".join(MARKDOWN_COLUMNS), "|%s" % ("---|" * len(MARKDOWN_COLUMNS))]
     lines += [_markdown_row(row) for _status, group in by_status(rows) for row in group]
     maps = hosts_with_a_gpu_map(rows)
@@ -255,6 +284,8 @@ def _html_row(row):
         "gpu_lines": ["%s: %s (%s/%s MiB)" % (g.get("index"), g.get("name"), g.get("memory_used_mib"),
                                               g.get("memory_total_mib")) for g in gpus],
         "switch_token": switch_token(row),
+        "speculation_token": speculation_token(row),
+        "speculation": speculation_cell(row).replace("**", ""),
         "gpu_map": gpu_map_line(row) if any(e.get("services") for e in _list(row.get("gpu_map"))) else "",
         "processes": ", ".join("pid %s GPU %s: %s" % (p.get("pid"), p.get("gpu_index"), p.get("unit") or "no unit")
                                for p in _list(_dict(facts.get("gpus")).get("processes"))),
@@ -280,6 +311,7 @@ def html_view(rows):
         "statuses": card_statuses,
         "status_counts": [(status, len([r for r in rows if r.get("status") == status])) for status in card_statuses],
         "switch_states": [(state, state.split(" ", 1)[0], switch_states.count(state)) for state in SWITCH_STATES],
+        "speculation_states": speculation_counts(rows),
         "releases": _tally([_dict(row["facts"].get("package")).get("version") or "not installed" for row in reached]),
         "gpu_models": _tally(models),
         "groups": [(status, [_html_row(row) for row in group]) for status, group in by_status(rows) if group],

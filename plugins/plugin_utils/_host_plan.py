@@ -16,14 +16,17 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.server_probe import base_url
 from ansible_collections.gpufleet.sglang.plugins.module_utils.sglang_services import SGLANG_DEFAULT_PORT
+from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import unit_name
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import words_from_pairs
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _drafter_delivery,
     _experiment,
     _messages,
     _resume,
+    _speculation,
     _steps,
 )
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_state import is_switched
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import fleet_row, host_result
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._revert_plan import revert_plan
@@ -120,11 +123,11 @@ def plan_host(facts_result, settings, host, check_mode=False, hooks=None, run=No
     its record will say it did (outcome), this run's name (run, kept in the intents it writes on the host) and the
     speed probe's prompts (probe_prompts: the operator's list, else their file's lines, else the probe's own).
     """
-    revert = settings.get("state") == "absent"
+    decide = PLANS[settings.get("state") or "present"]
     services, refusals, lines, checks = [], [], [], []
     stopped_before = set()
-    for facts in service_facts(facts_result):
-        plan = revert_plan(facts, settings) if revert else deployment_plan(facts, settings)
+    for facts in selected_services(facts_result, settings):
+        plan = decide(facts, settings)
         algorithm = plan.get("algorithm")
         plan["interrupted"] = _resume.interrupted(facts.get("intent"), plan)
         plan["steps"] = _steps.service_steps(plan, facts, check_mode, hooks,
@@ -155,10 +158,53 @@ def plan_host(facts_result, settings, host, check_mode=False, hooks=None, run=No
             "nothing_to_do": not refusals and not restart_units and not any(_has_steps(p) for p in services)}
 
 
+def restart_plan(facts, settings):
+    """state=restarted: a switched service restarted as it is, its files untouched, through the switch's steps (out of
+    rotation, drained, restarted, proven, back in rotation; rolled back on failure). A service never switched, or
+    not running, is left as it is; one whose files differ from what these settings write is refused (deploy_dflash.yml
+    writes them and restarts it)."""
+    unit = (facts or {}).get("unit") or {}
+    if not is_switched(facts) or unit.get("active_state") != "active":
+        plan = revert_plan(facts, settings)
+        plan.update(mode="restart", needs_change=False, starts_server=False, runs_after=False, restart_units=[])
+        plan["changes"]["removed"] = []
+        for entry in plan["files"].values():
+            entry["changed"] = False
+        return plan
+    plan = deployment_plan(facts, dict(settings, state="present"))
+    if plan["errors"]:
+        return plan
+    if plan["needs_change"]:
+        plan["errors"].append(
+            "%s runs other settings than these would write (%s): deploy_dflash.yml writes them and restarts it; a "
+            "restart alone uses the settings it was switched with" % (plan["unit"], "; ".join(
+                "%s: %s" % (kind, "  ".join(values)) for kind, values in sorted(plan["changes"].items())
+                if kind != "kept" and values) or "its files"))
+        return plan
+    plan.update(mode="restart", needs_change=True, starts_server=True, runs_after=True)
+    # The same server before and after: no speedup to prove (its acceptance still is).
+    plan["settings"] = dict(plan["settings"], min_speedup=None)
+    return plan
+
+
+PLANS = {"present": deployment_plan, "absent": revert_plan, "restarted": restart_plan}
+
+
+def selected_services(facts_result, settings):
+    """service_facts, only the units sglang_dflash_units names when it names any (verify_dflash.yml acts on the
+    services it found degraded or off, not on their siblings)."""
+    services = service_facts(facts_result)
+    only = set(unit_name(u) for u in settings.get("units") or [])
+    if not only:
+        return services
+    return [facts for facts in services if ((facts.get("unit") or {}).get("id") or
+                                            unit_name((facts.get("unit") or {}).get("name") or "")) in only]
+
+
 def _outcome_of(plan):
     if not plan.get("needs_change"):
         return "unchanged"
-    return "reverted" if plan.get("mode") == "revert" else "switched"
+    return {"revert": "reverted", "restart": "restarted"}.get(plan.get("mode"), "switched")
 
 
 def _has_steps(plan):
@@ -177,6 +223,58 @@ def report_rows(host, facts_result, settings):
         cut = _resume.interrupted(facts.get("intent"), plan)
         row["interrupted"] = cut["line"] if cut else None
         rows.append(row)
+    return rows
+
+
+def verify_targets(facts_result, settings, now):
+    """What the day-two check reads: ([{unit, host, port}] of the switched services that run, {unit: record},
+    [verdicts of the switched services that do not run: unknown]); services never switched are not checked."""
+    servers, records, verdicts = [], {}, []
+    for facts in selected_services(facts_result, settings):
+        if not is_switched(facts):
+            continue
+        unit = facts.get("unit") or {}
+        record = facts.get("rollout_record") or {}
+        records[unit.get("id")] = {} if "error" in record else record
+        if unit.get("active_state") != "active":
+            verdicts.append(_speculation.not_running(unit.get("id"), unit.get("active_state"), records[unit.get("id")],
+                                                     now))
+            continue
+        # Where our server answers: the revert plan reads it from the command we wrote.
+        plan = revert_plan(facts, settings)
+        servers.append({"unit": unit.get("id"), "host": plan.get("old_health_host") or "127.0.0.1",
+                        "port": plan.get("old_port") or (facts.get("service") or {}).get("port")
+                        or SGLANG_DEFAULT_PORT})
+    return servers, records, verdicts
+
+
+def verification(host, verdicts, settings, previous=None):
+    """The day-two result of one host (sglang_dflash_verify): {host, action, services (verdicts), act_on (the units the
+    action is for), failing (the lines of the services in sglang_dflash_verify_fail_when), lines}. previous: this run's
+    first verification, when a revert or restart acted on its act_on since: each of those units says what was done."""
+    action = settings.get("verify_on_degraded") or "report"
+    lines = [_speculation.line(host, v) for v in verdicts] or ["%s: no switched service to verify" % host]
+    fail_when = settings.get("verify_fail_when") or []
+    done = []
+    if previous:
+        checked = [v["unit"] for v in verdicts]
+        for before in previous.get("services") or []:
+            if before["unit"] in previous.get("act_on") or []:
+                now = "reverted to its previous server" if before["unit"] not in checked else \
+                    "restarted once, verified again above"
+                done.append("%s: %s was %s at %s; %s by this run" % (host, before["unit"], before["state"],
+                                                                    before.get("time"), now))
+    return {"host": host, "action": action, "services": verdicts,
+            "act_on": [] if previous else _speculation.act_on(verdicts, action),
+            "failing": [_speculation.line(host, v) for v in verdicts if v["state"] in fail_when],
+            "lines": lines + done, "counts": dict(_speculation.counts(verdicts))}
+
+
+def with_speculation(rows, verdicts):
+    """The fleet report's rows with each switched service's day-two verdict (row["speculation"])."""
+    by_unit = dict((v["unit"], v) for v in verdicts)
+    for row in rows:
+        row["speculation"] = by_unit.get(row.get("unit"))
     return rows
 
 

@@ -109,8 +109,11 @@ def plan_lines(plan):
     changes = plan.get("changes") or {}
     stop = plan.get("stop") or {}
     gateway = plan.get("gateway")
-    lines = ["%s %s: %s" % (plan.get("mode"), plan.get("unit"), "changes" if plan.get("needs_change")
-                            else "already as asked")]
+    doing = "changes" if plan.get("needs_change") else "already as asked"
+    if plan.get("mode") == "restart":
+        doing = "restarted as it is (its files untouched)" if plan.get("needs_change") else "not switched or not " \
+            "running: left as it is"
+    lines = ["%s %s: %s" % (plan.get("mode"), plan.get("unit"), doing)]
     state = plan.get("switch_state")
     if state:
         lines.append("now: %s (%s)" % (state["state"], state["reason"]))

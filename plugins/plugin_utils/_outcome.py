@@ -52,11 +52,11 @@ def decide(plan, outcome, observed, host, check_mode, now):
         "ready": _ran(observed.get("ready")), "speed": _speed(observed), "out_of_rotation_s": out_s,
         "drain": _ran(observed.get("drain")), "check_mode": check_mode})
     service["resumed"] = (plan.get("interrupted") or {}).get("line")
-    if outcome == "unchanged":
+    if outcome in ("unchanged", "restarted"):
         return {"service": service, "record": None, "message": None}
     measurements = {"before": observed.get("speed_before"), "after": _ran(observed.get("speed_after")),
                     "verdict": _speed(observed), "drain": _ran(observed.get("drain")), "out_of_rotation_s": out_s,
-                    "canary": observed.get("canary")}
+                    "canary": observed.get("canary"), "proof": (_ran(observed.get("ready")) or {}).get("generation")}
     record = _records.rollout_record(plan, facts, measurements, outcome, None, _iso(now))
     return {"service": service, "record": record, "message": None}
 

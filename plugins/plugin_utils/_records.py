@@ -112,6 +112,8 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
         "fallback": plan.get("fallback"), "release": ((facts or {}).get("package") or {}).get("version"),
         "before": _measurement(measurements.get("before")),
         "after": _measurement(measurements.get("after")),
+        # The first generation of the new server (what speculation did for it; verify_dflash.yml compares with it).
+        "proof": _proof(measurements.get("proof")),
         "speedup": verdict.get("speedup"), "speed_summary": verdict.get("summary"),
         "gates": {"min_accept_length": settings.get("min_accept_length"), "min_speedup": settings.get("min_speedup"),
                   "passed": verdict.get("passed"), "problems": verdict.get("problems") or [],
@@ -120,6 +122,13 @@ def rollout_record(plan, facts, measurements, outcome, reason, when):
         # switch's record once judged).
         "canary": _canary.record(measurements.get("canary")),
     }
+
+
+def _proof(generation):
+    if not isinstance(generation, dict) or not generation.get("ok"):
+        return None
+    return {"completion_tokens": generation.get("completion_tokens"), "verify_steps": generation.get("verify_steps"),
+            "accept_length": generation.get("accept_length")}
 
 
 def _written_files(plan):

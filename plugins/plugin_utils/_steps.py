@@ -96,8 +96,9 @@ def _switch_steps(steps, plan, facts, live, hooks, probe_levels_configured, cut)
         rejoin=leave and bool(plan.get("runs_after")),
         rejoin_gateway=leave and gateway and bool(plan.get("runs_after")),
         rejoin_hook=leave and bool(hooks.get("back")) and bool(plan.get("runs_after")),
-        record=live and change,
-        clear_intent=False,
+        # A restart keeps the switch's record (its figures are what a day-two check compares with).
+        record=live and change and plan.get("mode") != "restart",
+        clear_intent=live and change and plan.get("mode") == "restart",
     )
     steps["wait_gpus"] = _wait_gpus(plan, facts, settings, live and starts and bool(steps["stop_units"]))
 

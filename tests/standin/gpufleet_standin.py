@@ -15,6 +15,9 @@ Failure knobs for the tests (simulated, set per drafter directory):
   settings than it was given (as a build that silently ignores a flag would);
 - a file GPUFLEET_STANDIN_GENERATE_FAIL makes every POST /generate answer 500 with the file's text
   while /health answers 200 (a server that comes up and breaks on its first request);
+- a file /run/gpufleet-standin/GENERATE_FAIL, looked at on every POST (not only at the start), makes every server
+  of the node answer 500 with its text from then on, while /health answers 200 (a running server that breaks:
+  the day-two probe that is refused);
 - a file GPUFLEET_STANDIN_DEGENERATE makes every answer one word repeated (the degenerate greedy output a
   drafter can come with while its acceptance length looks high);
 - a file GPUFLEET_STANDIN_SPEC_STOPS_AFTER (a count N) makes speculation stop by itself once the server has
@@ -138,6 +141,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STARTUP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STARTUP_S", "1.0"))
+# A knob a test sets on a running node (every server of it fails its generations while the file exists).
+RUNTIME_GENERATE_FAIL = "/run/gpufleet-standin/GENERATE_FAIL"
 STEP_SECONDS = float(os.environ.get("GPUFLEET_STANDIN_STEP_MS", "10")) / 1000.0
 # SIMULATED drafter figures at the reference block size (each a marker file in the drafter directory can change).
 SPECULATIVE_STEP_COST = 1.3
@@ -883,9 +888,10 @@ class Handler(BaseHTTPRequestHandler):
         if path in MEMORY_PATHS:
             self._send(200, memory_occupation(path, self._body() or {}))
             return
-        if State.generate_error:
-            log(State.generate_error)
-            self._send(500, {"error": {"message": State.generate_error, "type": "InternalServerError"}})
+        failing = State.generate_error or runtime_generate_error()
+        if failing:
+            log(failing)
+            self._send(500, {"error": {"message": failing, "type": "InternalServerError"}})
             return
         request = self._body()
         if request is None:
@@ -915,6 +921,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         pass
+
+
+def runtime_generate_error():
+    """The text of RUNTIME_GENERATE_FAIL while it exists (looked at on every POST), else None."""
+    try:
+        with open(RUNTIME_GENERATE_FAIL) as handle:
+            return handle.read().strip() or "generation failed"
+    except OSError:
+        return None
 
 
 def configure_speculation(settings, draft):

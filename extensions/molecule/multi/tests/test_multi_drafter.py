@@ -100,10 +100,19 @@ def test_both_replicas_switch_onto_one_fetched_copy_and_a_rerun_changes_nothing(
     assert host.run("ls -d %s/%s/*/ | wc -l" % (STORE, DRAFTER.replace("/", "--"))).stdout.strip() == "1"
     assert "%s: drafter for sglang-qwen-a, sglang@*: hub %s@%s" % (HOST, DRAFTER, mirror["commit"]) in first.output
     assert "verified, fetched 4" in first.output
+    listing = store_listing(host)
+    # A rerun with nothing to do reads the host once and stops there: the copy both services run is not fetched,
+    # moved or removed.
     second = run(inventory, "deploy_dflash.yml", "-e", services_with(source))
     assert second.returncode == 0, second.output
     assert recap_changed(second.output, HOST) == 0, second.output
-    assert "verified, already there" in second.output
+    assert "DFLASH unchanged, running, not restarted" in second.output
+    assert store_listing(host) == listing
+    # The drafter step alone checks the copy again, against its manifest, and fetches nothing.
+    fetched = run(inventory, "fetch_drafter.yml", "-e", services_with(source))
+    assert fetched.returncode == 0 and recap_changed(fetched.output, HOST) == 0, fetched.output
+    assert "verified, already there" in fetched.output
+    assert store_listing(host) == listing
 
 
 def test_the_fleet_report_shows_each_services_drafter_and_whether_its_verified_copy_is_there(host, inventory, mirror,

@@ -75,7 +75,9 @@ def test_prometheus_answers_after_the_window():
     result = observe(TARGETS, 60, 15, prometheus_url="http://prom:9090", get=get, clock=clock, sleep=clock.sleep)
     assert result["source"] == "prometheus" and clock.now == 1060.0
     assert result["figures"]["n1"]["requests"] == 4 and result["figures"]["n1"]["tokens_per_s_per_request"] == 1.0
-    assert len(queries) == 1 + 8  # the readiness query, then one per figure
+    # The readiness query, one per figure over the window, then one per figure of each of its 4 intervals of 15 s.
+    assert len(queries) == 1 + 8 + 4 * 8
+    assert len(result["samples"]["n1"]) == 4
 
 
 def test_window_zero_only_checks_the_source():

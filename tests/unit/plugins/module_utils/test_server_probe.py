@@ -204,9 +204,13 @@ def test_the_first_generation_must_succeed(monkeypatch):
     assert result["ready"] is False and result["crashed"] is False
     assert result["reason"] == "/health answered 200 but the first generation failed: CUDA error"
     assert result["generation"] == {"ok": False, "status": 500, "latency_s": 0.1, "completion_tokens": 0,
-                                    "problem": "CUDA error"}
-    ok = dict(generation, ok=True, problem=None)
-    assert wait(Systemctl(RUNNING), Clock(), generate=lambda: ok)["ready"] is True
+                                    "problem": "CUDA error", "verify_steps": None, "accept_length": None}
+    ok = dict(generation, ok=True, problem=None, completion_tokens=8,
+              meta={"spec_verify_ct": 2, "spec_accept_length": 4.0})
+    proven = wait(Systemctl(RUNNING), Clock(), generate=lambda: ok)
+    # What speculation did for the first request: the figure a day-two check compares with.
+    assert proven["ready"] is True and proven["generation"]["verify_steps"] == 2
+    assert proven["generation"]["accept_length"] == 4.0
 
 
 def test_health_that_never_answers_times_out(monkeypatch):
