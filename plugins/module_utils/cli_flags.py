@@ -219,7 +219,7 @@ def valid_cached_result(entry):
 def package_of(python, module_name, environment, timeout, known=None):
     """(package, error): python_package_info's answer for the top-level package of module_name, or why not.
 
-    known: that answer when the caller already has it (sglang_facts probes the same interpreter with the same
+    known: that answer when the caller already has it (sglang_info probes the same interpreter with the same
     environment just before), so the interpreter is not started a second time.
     """
     name = module_name.split(".")[0]
@@ -287,7 +287,7 @@ def discover(params, check_mode):
 
     params: argv, method (auto, cross_check, help, source), source_dir, timeout, environment, cache
     and max_output_bytes (None for the default); optionally package, python_package_info's answer for
-    the command's interpreter and package when the caller has it already. Returns the cli_flags module's
+    the command's interpreter and package when the caller has it already. Returns the cli_flags_info module's
     result (before its filter), with the Python warnings --help printed in "warnings"; raises FlagsError.
     """
     started = time.monotonic()
