@@ -219,7 +219,7 @@ def valid_cached_result(entry):
 def package_of(python, module_name, environment, timeout, known=None):
     """(package, error): python_package_info's answer for the top-level package of module_name, or why not.
 
-    known: that answer when the caller already has it (sglang_facts probes the same interpreter with the same
+    known: that answer when the caller already has it (sglang_info probes the same interpreter with the same
     environment just before), so the interpreter is not started a second time.
     """
     name = module_name.split(".")[0]
@@ -287,7 +287,7 @@ def discover(params, check_mode):
 
     params: argv, method (auto, cross_check, help, source), source_dir, timeout, environment, cache
     and max_output_bytes (None for the default); optionally package, python_package_info's answer for
-    the command's interpreter and package when the caller has it already. Returns the cli_flags module's
+    the command's interpreter and package when the caller has it already. Returns the cli_flags_info module's
     result (before its filter), with the Python warnings --help printed in "warnings"; raises FlagsError.
     """
     started = time.monotonic()
@@ -297,68 +297,22 @@ def discover(params, check_mode):
     env = c_locale_env(environment, columns=HELP_COLUMNS)
     method = params.get("method") or "auto"
     command = command_form(argv)
-    python = command["python"]
-    package, no_source = (package_of(python, command["module"], environment, min(params["timeout"], 60),
-                                     params.get("package"))
-                          if python else (None, None))
-    source_dir = params.get("source_dir") or ((package or {}).get("search_roots") or [None])[0]
-    if not source_dir:
-        no_source = no_source or ("argv is neither 'PYTHON -m MODULE ...' nor a Python console script (a '#!' line "
-                                  "naming python), and source_dir is not set")
-        if method == "source":
-            raise FlagsError("method=source needs argv in the 'PYTHON -m MODULE' or console script form with the "
-                             "package installed, or source_dir: %s" % no_source)
+    package, source_dir, no_source = _locate_source(params, command, environment, method)
 
     result = {"package": package or {}, "command": command, "raw_help_sha256": None, "cached": False,
               "method": None, "warnings": []}
-    watched = argparse_source.parser_source_files(source_dir) if source_dir else []
-    if package and package.get("dist_info"):
-        watched.append(os.path.join(package["dist_info"], "RECORD"))
     key = None
     if params.get("cache"):
-        # The console script and its interpreter, or the interpreter of the -m form.
-        runs = [executable(argv[0])] + ([executable(python)] if python and python != argv[0] else [])
-        key = cache_key(argv + [method], environment, package, watched, [r for r in runs if r])
-        hit, path = cache_read(params["cache"], key, valid_cached_result)
-        result["cache_file"] = path
+        key, hit = _cache_lookup(params, method, environment, command, package, source_dir, result)
         if hit:
-            hit.pop("format", None)
-            hit.update(cached=True, package=package or {}, command=command, cache_file=path)
             return _finish(hit, started)
 
-    src = None
-    if method != "help" and source_dir:
-        try:
-            src = source_flags(source_dir)
-            result["source_files"] = src[1]
-        except argparse_source.SourceReadError as exc:
-            if method == "source":
-                raise FlagsError("cannot read the parser sources: %s" % exc) from None
-            no_source = "cannot read the parser sources: %s" % exc
-
+    src, no_source = _read_source(source_dir, method, no_source, result)
     if method == "source" or (method == "auto" and src):
         flags = src[0]
         result["method"] = "source"
     else:
-        try:
-            flags, info, digest, warnings = run_help(argv, env, params["timeout"], max_output_bytes)
-        except FlagsError as exc:
-            if method == "help":
-                raise
-            if not src:
-                raise FlagsError("%s; and the source cannot be read: %s" % (exc, no_source), exc.warnings) from None
-            # cross_check: --help cannot run here (missing dependencies), the source still tells the truth.
-            flags = src[0]
-            result.update(method="source", fallback_reason=str(exc), warnings=exc.warnings)
-        else:
-            result.update(method="help", raw_help_sha256=digest, prog=info["prog"], warnings=warnings)
-            if method == "auto":
-                result["fallback_reason"] = "the source was not read: %s" % no_source
-            elif src:
-                result["source_check"] = compare(flags, src[0])
-                flags = merge_hidden(flags, src[0])
-            elif method == "cross_check":
-                result["source_error"] = no_source
+        flags = _help_or_fallback(argv, env, params["timeout"], max_output_bytes, method, src, no_source, result)
 
     is_sglang = any(f["name"] == "--speculative-algorithm" for f in flags)
     result["capabilities"] = sglang_capabilities.capabilities(flags) if is_sglang else None
@@ -370,6 +324,85 @@ def discover(params, check_mode):
         except OSError as exc:
             raise FlagsError("cannot use the cache directory %s: %s" % (params["cache"], exc)) from None
     return _finish(result, started)
+
+
+def _locate_source(params, command, environment, method):
+    """(package, source_dir, no_source): the command's package (None when argv runs no Python module), the
+    directory of its parser sources (None when not known) and why the source may not be readable (None when
+    nothing says so). Raises FlagsError for method=source without a source directory."""
+    python = command["python"]
+    package, no_source = (package_of(python, command["module"], environment, min(params["timeout"], 60),
+                                     params.get("package"))
+                          if python else (None, None))
+    source_dir = params.get("source_dir") or ((package or {}).get("search_roots") or [None])[0]
+    if not source_dir:
+        no_source = no_source or ("argv is neither 'PYTHON -m MODULE ...' nor a Python console script (a '#!' line "
+                                  "naming python), and source_dir is not set")
+        if method == "source":
+            raise FlagsError("method=source needs argv in the 'PYTHON -m MODULE' or console script form with the "
+                             "package installed, or source_dir: %s" % no_source)
+    return package, source_dir, no_source
+
+
+def _cache_lookup(params, method, environment, command, package, source_dir, result):
+    """(key, hit): the cache key of this discovery, and the cached result ready to return (None on a miss).
+
+    Sets result["cache_file"] to the entry read.
+    """
+    argv = params["argv"]
+    python = command["python"]
+    watched = argparse_source.parser_source_files(source_dir) if source_dir else []
+    if package and package.get("dist_info"):
+        watched.append(os.path.join(package["dist_info"], "RECORD"))
+    # The console script and its interpreter, or the interpreter of the -m form.
+    runs = [executable(argv[0])] + ([executable(python)] if python and python != argv[0] else [])
+    key = cache_key(argv + [method], environment, package, watched, [r for r in runs if r])
+    hit, path = cache_read(params["cache"], key, valid_cached_result)
+    result["cache_file"] = path
+    if hit:
+        hit.pop("format", None)
+        hit.update(cached=True, package=package or {}, command=command, cache_file=path)
+    return key, hit
+
+
+def _read_source(source_dir, method, no_source, result):
+    """(src, no_source): the source's (flags, files) unless method is help or there is no source directory (None),
+    and why the source cannot be used. Sets result["source_files"]; raises FlagsError for method=source."""
+    src = None
+    if method != "help" and source_dir:
+        try:
+            src = source_flags(source_dir)
+            result["source_files"] = src[1]
+        except argparse_source.SourceReadError as exc:
+            if method == "source":
+                raise FlagsError("cannot read the parser sources: %s" % exc) from None
+            no_source = "cannot read the parser sources: %s" % exc
+    return src, no_source
+
+
+def _help_or_fallback(argv, env, timeout, max_output_bytes, method, src, no_source, result):
+    """The flags from --help (for help, cross_check, and auto without the source), the source's where --help fails
+    and the method allows it; sets result's method, raw_help_sha256, prog, warnings and fallback_reason,
+    source_check or source_error. Raises FlagsError when neither can be used."""
+    try:
+        flags, info, digest, warnings = run_help(argv, env, timeout, max_output_bytes)
+    except FlagsError as exc:
+        if method == "help":
+            raise
+        if not src:
+            raise FlagsError("%s; and the source cannot be read: %s" % (exc, no_source), exc.warnings) from None
+        # cross_check: --help cannot run here (missing dependencies), the source still tells the truth.
+        result.update(method="source", fallback_reason=str(exc), warnings=exc.warnings)
+        return src[0]
+    result.update(method="help", raw_help_sha256=digest, prog=info["prog"], warnings=warnings)
+    if method == "auto":
+        result["fallback_reason"] = "the source was not read: %s" % no_source
+    elif src:
+        result["source_check"] = compare(flags, src[0])
+        flags = merge_hidden(flags, src[0])
+    elif method == "cross_check":
+        result["source_error"] = no_source
+    return flags
 
 
 def _finish(result, started):

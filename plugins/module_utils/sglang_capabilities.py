@@ -4,7 +4,7 @@
 """What a given SGLang release supports for speculative decoding, from its real flags.
 
 One place for the knowledge of SGLang's flag names across releases: the role and
-the facts playbook both use ``capabilities`` (via the cli_flags module's result).
+the facts playbook both use ``capabilities`` (via the cli_flags_info module's result).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -64,8 +64,8 @@ extends_documentation_fragment:
 notes:
   - The target interpreter must be Python 3.8 or newer (C(importlib.metadata)).
 seealso:
-  - module: gpufleet.sglang.source_search
-  - module: gpufleet.sglang.cli_flags
+  - module: gpufleet.sglang.source_search_info
+  - module: gpufleet.sglang.cli_flags_info
 """
 
 EXAMPLES = r"""
@@ -172,7 +172,7 @@ search_roots:
   description:
     - Real paths, deduplicated, of the directories that hold the code that runs
       (the checkout's package directory for an editable install, site-packages/NAME otherwise).
-    - Feed these to M(gpufleet.sglang.source_search).
+    - Feed these to M(gpufleet.sglang.source_search_info).
   returned: always
   type: list
   elements: str

@@ -4,7 +4,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
 # The documentation of an action plugin (plugins/action/sglang_dflash_plan.py): it reads the host with
-# gpufleet.sglang.sglang_facts and decides on the controller (plugins/plugin_utils/_host_plan.py).
+# gpufleet.sglang.sglang_info and decides on the controller (plugins/plugin_utils/_host_plan.py).
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,7 +17,7 @@ short_description: Decide a host's switch to DFlash (or its revert) - every serv
 version_added: "0.2.0"
 description:
   - The decision of the role gpufleet.sglang.sglang_dflash for one host, made on the controller. Reads the host once
-    (M(gpufleet.sglang.sglang_facts), with the options the settings imply), then decides for every selected service
+    (M(gpufleet.sglang.sglang_info), with the options the settings imply), then decides for every selected service
     its plan (what to write, or every reason to refuse it), the steps that apply it (RV(services[].steps), each a
     key the role's tasks run on), the lines that show it and the gateway checks to make before any change.
   - The host's facts (about 230 KB, most of it the release's flags) are never kept as a host variable.
@@ -76,10 +76,10 @@ options:
     description: With O(mode=rollback), the failed task's result.
     type: dict
 requirements:
-  - As for M(gpufleet.sglang.sglang_facts) - Python 3.8 or newer on the target, standard library only, and systemd.
+  - As for M(gpufleet.sglang.sglang_info) - Python 3.8 or newer on the target, standard library only, and systemd.
 attributes:
   action:
-    description: Runs on the controller around M(gpufleet.sglang.sglang_facts).
+    description: Runs on the controller around M(gpufleet.sglang.sglang_info).
     support: full
   check_mode:
     support: full
@@ -90,7 +90,7 @@ attributes:
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:
-  - module: gpufleet.sglang.sglang_facts
+  - module: gpufleet.sglang.sglang_info
   - module: gpufleet.sglang.sglang_dflash_record
   - module: gpufleet.sglang.sglang_run_state
 """

@@ -19,7 +19,7 @@ description:
   - The end of one service's switch in the role gpufleet.sglang.sglang_dflash. From the service's plan
     (M(gpufleet.sglang.sglang_dflash_plan)'s) and what the steps registered in its turn, decides the service's
     result (added to the host's C(sglang_dflash_result) fact) and the record the host keeps of the switch, which
-    M(gpufleet.sglang.sglang_facts) reads back for the fleet report.
+    M(gpufleet.sglang.sglang_info) reads back for the fleet report.
   - With O(write), the record is written on the host, the service's intent cleared and its previous-state copy dropped,
     in one module run (M(gpufleet.sglang.sglang_run_state)).
   - C(outcome=rolled back) fails the task with what failed, what the rollback put back and where the host is in the

@@ -119,7 +119,7 @@ attributes:
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
 seealso:
-  - module: gpufleet.sglang.sglang_facts
+  - module: gpufleet.sglang.sglang_info
 """
 
 EXAMPLES = r"""

@@ -18,7 +18,7 @@ description:
     about to do into C(<dir>/<unit>.intent.json) with this module; once the switch is recorded, the intent is removed
     and the record of the switch written to C(<dir>/<unit>.last-rollout.json), in the same module run.
   - A run the controller never finished (the laptop slept, the job was cancelled) leaves the intent behind.
-    M(gpufleet.sglang.sglang_facts) reads it, and the next run of the role resumes the switch or undoes it instead of
+    M(gpufleet.sglang.sglang_info) reads it, and the next run of the role resumes the switch or undoes it instead of
     refusing (the operator's guide, "A run that was cut").
   - Every file is replaced in one step (a temporary file renamed over it), so a run killed at any moment leaves the
     previous content or the new one.
@@ -103,7 +103,8 @@ now:
   returned: always
   type: float
 monotonic_us:
-  description: The host's monotonic clock in microseconds, the journal's (a mark for M(gpufleet.sglang.unit_journal)).
+  description:
+    The host's monotonic clock in microseconds, the journal's (a mark for M(gpufleet.sglang.unit_journal_info)).
   returned: always
   type: int
 """

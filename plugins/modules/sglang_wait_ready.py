@@ -42,7 +42,7 @@ options:
     default: 40
   journal_since_monotonic_us:
     description:
-      - A mark taken with M(gpufleet.sglang.unit_journal) right before the restart; the journal lines returned are
+      - A mark taken with M(gpufleet.sglang.unit_journal_info) right before the restart; the journal lines returned are
         the ones logged after it (every attempt of a crash loop). Without it, the lines since the unit's latest
         start.
     type: int
@@ -79,7 +79,7 @@ extends_documentation_fragment:
   - gpufleet.sglang.attributes.info_module
   - gpufleet.sglang.server_endpoint
 seealso:
-  - module: gpufleet.sglang.sglang_facts
+  - module: gpufleet.sglang.sglang_info
 """
 
 EXAMPLES = r"""

@@ -1,4 +1,4 @@
-"""Benchmark cli_flags' three ways to a release's flags, measured side by side in one run.
+"""Benchmark cli_flags_info's three ways to a release's flags, measured side by side in one run.
 
     .venv/bin/python tests/bench/cli_flags_bench.py [--python VENV/bin/python] [--repeat 3]
 
@@ -21,7 +21,7 @@ from timing import median_seconds  # noqa: E402
 
 sys.path.insert(0, str(collections_root()))
 
-from ansible_collections.gpufleet.sglang.plugins.modules import cli_flags as module  # noqa: E402
+from ansible_collections.gpufleet.sglang.plugins.modules import cli_flags_info as module  # noqa: E402
 
 
 def main():

@@ -6,7 +6,7 @@ Default tree: the real sglang 0.5.23 package from the test venvs (about 4,700 .p
 Every contender is run once to warm the page cache, then --repeat times; medians are printed and
 the last line holds the ratios. rg and the ripgrep backend take turns round by round, so their
 ratios compare the same moments of a busy machine; their CPU times (the ratio in parentheses) are
-printed too, as they hardly move with the load. The ripgrep backend runs as sglang_facts runs it
+printed too, as they hardly move with the load. The ripgrep backend runs as sglang_info runs it
 (with max_filesize, 10 MiB) and without a size limit; rg with --max-filesize shows what the limit
 costs rg itself. Not a test: nothing is asserted.
 """
@@ -31,7 +31,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.sear
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import FileFilter  # noqa: E402
 
 TERMS = ["DFLASH", "dflash", "speculative_dflash", "draft_window_size", "num_draft_tokens"]
-# sglang_facts' size limit (plugins/module_utils/host_facts.py, its run_search call).
+# sglang_info's size limit (plugins/module_utils/host_facts.py, its run_search call).
 MODULE_MAX_FILESIZE = 10 * 1024 * 1024
 
 

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 MODULES = sorted(p.stem for p in (REPO / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
@@ -69,9 +70,21 @@ def test_every_module_renders(ansible_env):
         assert any("Python 3.8" in r for r in doc["requirements"]), name
 
 
+def test_the_old_names_are_the_renamed_modules(ansible_env):
+    # meta/runtime.yml plugin_routing: each old name is a plain redirect (no deprecation warning) to a module.
+    routes = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["plugin_routing"]["modules"]
+    assert sorted(routes) == ["cli_flags", "sglang_facts", "source_search", "unit_journal"]
+    docs = ansible_doc(ansible_env, "module", sorted(routes), as_json=True)
+    for old, route in routes.items():
+        assert sorted(route) == ["redirect"], old
+        new = route["redirect"].split(".")[-1]
+        assert new in MODULES and old not in MODULES and new.endswith("_info"), old
+        assert docs["gpufleet.sglang." + old]["doc"]["module"] == new, old
+
+
 @pytest.mark.parametrize("module, check_mode, diff_mode", [
     ("gpu_info", "The module only reads the host", "N/A"),
-    ("cli_flags", "does not write the O(cache)", "N/A"),
+    ("cli_flags_info", "does not write the O(cache)", "N/A"),
     ("file_snapshot", "Reports what would change", "none"),
 ])
 def test_module_details_win_over_the_fragment(ansible_env, module, check_mode, diff_mode):

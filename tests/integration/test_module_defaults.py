@@ -48,12 +48,18 @@ def test_the_group_sets_timeout_for_each_module_of_it(ansible_env, tmp_path):
              "register": "probe", "ignore_errors": True},
             {"name": "a task's own value wins", "gpufleet.sglang.gpu_info": {"nvidia_smi": str(smi), "timeout": 30},
              "register": "own"},
+            # A module's old name (meta/runtime.yml plugin_routing) resolves to the module, which is in the group.
+            {"name": "cli_flags (the old name of cli_flags_info) gets it too",
+             "gpufleet.sglang.cli_flags": {"argv": [str(python), "--help"]}, "register": "by_old_name",
+             "ignore_errors": True},
             # Not in the group (no timeout option): the group's defaults do not reach it.
-            {"name": "source_search is not in the group",
-             "gpufleet.sglang.source_search": {"paths": [str(REPO / "plugins" / "filter")], "terms": ["FilterModule"]},
+            {"name": "source_search_info is not in the group",
+             "gpufleet.sglang.source_search_info": {"paths": [str(REPO / "plugins" / "filter")],
+                                                    "terms": ["FilterModule"]},
              "register": "search"},
             {"name": "save", "ansible.builtin.copy": {
-                "content": "{{ {'by_group': by_group, 'probe': probe, 'own': own, 'search': search} | to_json }}",
+                "content": "{{ {'by_group': by_group, 'probe': probe, 'own': own, 'by_old_name': by_old_name, "
+                           "'search': search} | to_json }}",
                 "dest": str(tmp_path / "results.json"), "mode": "0600"}},
         ],
     }
@@ -63,12 +69,16 @@ def test_the_group_sets_timeout_for_each_module_of_it(ansible_env, tmp_path):
     assert r["by_group"]["error"].endswith("--query-gpu failed (timed out after 1s)"), r["by_group"]["error"]
     assert r["probe"]["failed"] and "did not answer within 1s (killed)" in r["probe"]["msg"], r["probe"]
     assert (r["own"]["nvidia_smi"], r["own"]["cuda_version"], r["own"]["gpu_count"]) == ("present", "13.0", 1)
+    assert r["by_old_name"]["failed"] and "did not finish within 1s" in r["by_old_name"]["msg"], r["by_old_name"]
     assert not r["search"].get("failed") and r["search"]["missing_terms"] == [], r["search"]
 
 
 def test_the_group_lists_the_modules_that_share_timeout():
     runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
     group = runtime["action_groups"]["sglang"]
+    # A module's old name, as the action may still run it: {old: new}.
+    renamed = dict((old, route["redirect"].split(".")[-1])
+                   for old, route in runtime.get("plugin_routing", {}).get("modules", {}).items())
     for module in group:
         source = (REPO / "plugins" / "modules" / (module + ".py")).read_text()
         # The options documented in the module or in the doc fragments of this collection it extends.
@@ -80,5 +90,5 @@ def test_the_group_lists_the_modules_that_share_timeout():
         if "def main(" not in source:
             action = (REPO / "plugins" / "action" / (module + ".py")).read_text()
             (ran,) = re.findall(r'module_name="gpufleet\.sglang\.([a-z_]+)"', action)
-            runs = (REPO / "plugins" / "modules" / (ran + ".py")).read_text()
+            runs = (REPO / "plugins" / "modules" / (renamed.get(ran, ran) + ".py")).read_text()
         assert "\n  timeout:\n" in documented and "timeout=dict(type=\"int\"" in runs, module

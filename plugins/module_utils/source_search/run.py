@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The source_search module without Ansible: check the options, pick the backend, serve or fill the cache.
+"""The source_search_info module without Ansible: check the options, pick the backend, serve or fill the cache.
 
 The package's parts (its __init__.py stays empty, as ansible-test requires of module_utils packages): ``match``
 (the line matcher both backends share), ``walk`` (which files, and the counters), ``python_backend``,
@@ -35,7 +35,7 @@ _LIMITS = ("context", "max_files", "max_hits_per_file", "max_total_hits", "max_f
 
 
 def run_search(params, check_mode):
-    """The source_search module without Ansible: check params, serve or fill the cache, search.
+    """The source_search_info module without Ansible: check params, serve or fill the cache, search.
 
     params holds every option of the module (as AnsibleModule.params does). Raises SearchError
     with a message that names the problem (no host name).

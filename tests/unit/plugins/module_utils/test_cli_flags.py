@@ -119,7 +119,7 @@ def test_auto_reads_the_source_and_never_runs_help(venvs, monkeypatch):
 
 
 def test_a_package_the_caller_already_probed_is_not_probed_again(venvs, monkeypatch):
-    # sglang_facts resolves the interpreter's sglang just before: discover takes that answer instead of
+    # sglang_info resolves the interpreter's sglang just before: discover takes that answer instead of
     # starting the interpreter a second time, and reads the same flags from it.
     python = venvs["0.5.23"] / "bin" / "python"
     probed = discover(params(launch_help(venvs["0.5.23"])), check_mode=False)

@@ -127,7 +127,7 @@ class Systemd(object):
 
 
 def params(**over):
-    """sglang_facts' options with their defaults."""
+    """sglang_info's options with their defaults."""
     base = dict(service="sglang", python=None, launcher_modules=["sglang.launch_server"], managed_dropin=None,
                 managed_env_file=None, rollout_record=None, managed_unit_file=None, model_path=None,
                 draft_model_path=None, user=None, related_units=[], search_terms=["DFLASH", "DDTREE"],

@@ -1,4 +1,4 @@
-"""run_search, the source_search module without Ansible: options, the cache, the ripgrep fallback."""
+"""run_search, the source_search_info module without Ansible: options, the cache, the ripgrep fallback."""
 
 from __future__ import absolute_import, division, print_function
 

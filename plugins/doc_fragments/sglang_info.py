@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The options of gpufleet.sglang.sglang_facts, written once: gpufleet.sglang.sglang_fleet_rows takes the same ones
+"""The options of gpufleet.sglang.sglang_info, written once: gpufleet.sglang.sglang_fleet_rows takes the same ones
 and passes them to it.
 
 extends_documentation_fragment:
-  - gpufleet.sglang.sglang_facts
+  - gpufleet.sglang.sglang_info
 """
 
 from __future__ import absolute_import, division, print_function
@@ -87,8 +87,8 @@ options:
     default: [DFLASH, DDTREE]
   flags_method:
     description:
-      - How the release's flags are read; see the O(gpufleet.sglang.cli_flags#module:method) option of
-        M(gpufleet.sglang.cli_flags).
+      - How the release's flags are read; see the O(gpufleet.sglang.cli_flags_info#module:method) option of
+        M(gpufleet.sglang.cli_flags_info).
       - C(auto) reads the source and runs C(--help) only where the source cannot be read (a fraction of a
         second per host; C(--help) took about 20 s on a GPU host); C(cross_check) runs both and compares.
     type: str

@@ -1,4 +1,4 @@
-"""cli_flags through real ansible-playbook runs against real SGLang installs."""
+"""cli_flags_info through real ansible-playbook runs against real SGLang installs."""
 
 import json
 import sys
@@ -7,7 +7,7 @@ import time
 import pytest
 from helpers import help_venv
 
-MODULE = "gpufleet.sglang.cli_flags"
+MODULE = "gpufleet.sglang.cli_flags_info"
 SERVE_WARNING = ("UserWarning: 'python -m sglang.launch_server' is still supported, but 'sglang serve' is the "
                  "recommended entrypoint.")
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: unit_journal
+module: unit_journal_info
 short_description: A unit's journal lines since a mark taken before its start, secrets redacted
 version_added: "0.1.0"
 description:
@@ -46,13 +46,15 @@ requirements:
 extends_documentation_fragment:
   - gpufleet.sglang.attributes
   - gpufleet.sglang.attributes.info_module
+notes:
+  - This module was named C(gpufleet.sglang.unit_journal) before; that name still works and runs this module.
 seealso:
   - module: gpufleet.sglang.sglang_wait_ready
 """
 
 EXAMPLES = r"""
 - name: Mark the journal before the restart
-  gpufleet.sglang.unit_journal:
+  gpufleet.sglang.unit_journal_info:
     unit: sglang-qwen.service
     lines: 0
   register: journal_mark
@@ -63,7 +65,7 @@ EXAMPLES = r"""
     state: restarted
 
 - name: What the restarted server said (nothing from before the restart)
-  gpufleet.sglang.unit_journal:
+  gpufleet.sglang.unit_journal_info:
     unit: sglang-qwen.service
     lines: 40
     since_monotonic_us: "{{ journal_mark.now_monotonic_us }}"

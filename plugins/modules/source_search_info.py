@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: source_search
+module: source_search_info
 short_description: Search source trees on the target for terms, fast and without false hits
 version_added: "0.1.0"
 description:
@@ -117,13 +117,14 @@ extends_documentation_fragment:
 notes:
   - Binary files (with a NUL byte) are skipped; undecodable bytes are replaced; symlinked directories are
     followed but every real directory is read once; unreadable files and directories are counted and listed.
+  - This module was named C(gpufleet.sglang.source_search) before; that name still works and runs this module.
 seealso:
   - module: gpufleet.sglang.python_package_info
 """
 
 EXAMPLES = r"""
 - name: Where does this SGLang implement DFlash / DDTree?
-  gpufleet.sglang.source_search:
+  gpufleet.sglang.source_search_info:
     paths: "{{ sglang_pkg.search_roots }}"
     terms: [DFLASH, DDTREE]
     definitions: true

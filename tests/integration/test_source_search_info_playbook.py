@@ -1,4 +1,4 @@
-"""source_search through real ansible-playbook runs on real, unpacked SGLang releases."""
+"""source_search_info through real ansible-playbook runs on real, unpacked SGLang releases."""
 
 import json
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-MODULE = "gpufleet.sglang.source_search"
+MODULE = "gpufleet.sglang.source_search_info"
 TERMS = ["DFLASH", "dflash", "speculative_dflash", "draft_window_size", "num_draft_tokens", "DDTREE"]
 
 

@@ -1,10 +1,11 @@
-"""sglang_facts through real ansible-playbook runs on real releases: one module run per host."""
+"""sglang_info through real ansible-playbook runs on real releases: one module run per host."""
 
 import json
 
+import pytest
 from helpers import help_venv, sglang_venv
 
-MODULE = "gpufleet.sglang.sglang_facts"
+MODULE = "gpufleet.sglang.sglang_info"
 
 
 def test_a_release_in_one_run(playbook, venvs, tmp_path):
@@ -32,13 +33,18 @@ def test_a_release_in_one_run(playbook, venvs, tmp_path):
     assert r["entry_point"]["console_script"] == str(venvs["0.5.23"] / "bin" / "sglang")
 
 
-def test_what_cannot_be_read_is_a_problem_not_a_failure(playbook, tmp_path):
+# The module's name before it followed the collection conventions (meta/runtime.yml plugin_routing) runs it too,
+# as a plain redirect: no deprecation.
+@pytest.mark.parametrize("name", [MODULE, "gpufleet.sglang.sglang_facts"])
+def test_what_cannot_be_read_is_a_problem_not_a_failure(playbook, tmp_path, name):
     bad = tmp_path / "drafter"
     bad.mkdir()
     (bad / "config.json").write_text('{"block_size": 16,}')
-    r = playbook.module(MODULE, {"service": "sglang-nope", "python": "/nonexistent/python3",
-                                 "draft_model_path": str(bad)})
+    r = playbook.module(name, {"service": "sglang-nope", "python": "/nonexistent/python3",
+                               "draft_model_path": str(bad)})
     assert not r.get("failed"), r.get("msg")
+    assert not r.get("deprecations") and "DEPRECATION" not in r["_stdout"], r["_stdout"]
+    assert "ansible_facts" not in r
     assert any("interpreter /nonexistent/python3" in p for p in r["problems"]), r["problems"]
     assert r["draft_model"]["error"].startswith("%s/config.json is not valid JSON" % bad)
     assert r["package"] is None and r["flags"] is None

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: cli_flags
+module: cli_flags_info
 short_description: Read the real command-line flags of an argparse program (SGLang in particular)
 version_added: "0.1.0"
 description:
@@ -104,13 +104,14 @@ extends_documentation_fragment:
   - gpufleet.sglang.attributes.info_module
 notes:
   - Choice lists that SGLang computes at run time are only seen through C(--help).
+  - This module was named C(gpufleet.sglang.cli_flags) before; that name still works and runs this module.
 seealso:
   - module: gpufleet.sglang.python_package_info
 """
 
 EXAMPLES = r"""
 - name: Flags of the SGLang release the service runs
-  gpufleet.sglang.cli_flags:
+  gpufleet.sglang.cli_flags_info:
     argv: [/opt/ml-env/bin/python3, -m, sglang.launch_server, --help]
     cache: /var/cache/gpufleet-sglang
   register: sglang_flags
@@ -121,13 +122,13 @@ EXAMPLES = r"""
     fail_msg: "sglang {{ sglang_flags.package.version }} has no DFLASH"
 
 - name: Only the speculative flags, from source (no torch import)
-  gpufleet.sglang.cli_flags:
+  gpufleet.sglang.cli_flags_info:
     argv: [/opt/ml-env/bin/python3, -m, sglang.launch_server, --help]
     method: source
     filter: --speculative-
 
 - name: The console script form, --help compared with the source (about 20 s on a GPU host)
-  gpufleet.sglang.cli_flags:
+  gpufleet.sglang.cli_flags_info:
     argv: [/opt/ml-env/bin/sglang, serve, --help]
     method: cross_check
   register: sglang_checked

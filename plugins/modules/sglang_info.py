@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 ---
-module: sglang_facts
+module: sglang_info
 short_description: Everything about a host's SGLang service in one module run
 version_added: "0.1.0"
 description:
@@ -17,7 +17,7 @@ description:
     environment and states; the files in systemd's order for the exact ExecStart words), resolves the
     interpreter behind C(/usr/bin/env), C(bash -c '... exec python -m sglang.launch_server ...') wrappers,
     the C(sglang serve) console script and C(python -m MODULE), then runs what
-    M(gpufleet.sglang.python_package_info), M(gpufleet.sglang.source_search), M(gpufleet.sglang.cli_flags)
+    M(gpufleet.sglang.python_package_info), M(gpufleet.sglang.source_search_info), M(gpufleet.sglang.cli_flags_info)
     and M(gpufleet.sglang.gpu_info) do, in the same process, with the same code and caches.
   - Also reads the drafter's and the target model's C(config.json), whether the service user exists, the
     states of the units to stop, and the collection's own files on the host.
@@ -29,27 +29,29 @@ requirements:
   - Python 3.8 or newer on the target, standard library only.
   - systemd (C(systemctl)) on the target for the service part.
   - Optionally C(nvidia-smi) and ripgrep (C(rg)) on the target, as for M(gpufleet.sglang.gpu_info) and
-    M(gpufleet.sglang.source_search).
+    M(gpufleet.sglang.source_search_info).
 attributes:
   check_mode:
     details:
       - Runs the same in check mode, but writes no O(cache).
 extends_documentation_fragment:
-  - gpufleet.sglang.sglang_facts
+  - gpufleet.sglang.sglang_info
   - gpufleet.sglang.attributes
   - gpufleet.sglang.attributes.info_module
 notes:
   - Needs systemd on the target for the service part; without it the unit is reported as a problem.
+  - Returns its facts as the task's result (register it), not as C(ansible_facts).
+  - This module was named C(gpufleet.sglang.sglang_facts) before; that name still works and runs this module.
 seealso:
   - module: gpufleet.sglang.python_package_info
-  - module: gpufleet.sglang.cli_flags
+  - module: gpufleet.sglang.cli_flags_info
   - module: gpufleet.sglang.sglang_fleet_rows
     description: The same facts, judged as a deployment would judge them, as the fleet report's rows.
 """
 
 EXAMPLES = r"""
 - name: Both replicas of an 8-GPU box (a plain unit and the instances of a template)
-  gpufleet.sglang.sglang_facts:
+  gpufleet.sglang.sglang_info:
     services:
       - name: sglang-qwen-a
       - name: "sglang@*"
@@ -59,7 +61,7 @@ EXAMPLES = r"""
   register: box
 
 - name: What runs the hand-written sglang-qwen service, and can it do DFlash?
-  gpufleet.sglang.sglang_facts:
+  gpufleet.sglang.sglang_info:
     service: sglang-qwen
     draft_model_path: /models/Qwen3.6-27B-DFlash
     cache: /var/cache/gpufleet-sglang
@@ -150,7 +152,7 @@ flags:
   returned: always
   type: dict
 capabilities:
-  description: Speculative-decoding capabilities of the release (see M(gpufleet.sglang.cli_flags)).
+  description: Speculative-decoding capabilities of the release (see M(gpufleet.sglang.cli_flags_info)).
   returned: always
   type: dict
 algorithms:
