@@ -4,7 +4,7 @@
 """gpufleet.sglang.sglang_dflash_plan (documented in plugins/modules/sglang_dflash_plan.py): the controller's decision
 for one host.
 
-Reads the host once (gpufleet.sglang.sglang_facts, with the options the settings imply) and decides on the controller
+Reads the host once (gpufleet.sglang.sglang_info, with the options the settings imply) and decides on the controller
 (plugin_utils/_host_plan.py): each service's plan and steps, the lines that show it, every reason to refuse it, the
 gateway checks to make first; or the fleet report's rows; or where the drafters come from; or a failed switch's
 rollback. The facts (about 230 KB a host, most of it the release's flags) are never kept as a host variable.
@@ -22,7 +22,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_de
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name, stamped
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
 
-FACTS_MODULE = "gpufleet.sglang.sglang_facts"
+FACTS_MODULE = "gpufleet.sglang.sglang_info"
 SPECULATION_MODULE = "gpufleet.sglang.sglang_speculation_info"
 ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True},

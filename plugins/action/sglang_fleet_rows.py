@@ -4,7 +4,7 @@
 """gpufleet.sglang.sglang_fleet_rows (documented in plugins/modules/sglang_fleet_rows.py): the fleet report's rows of
 one host.
 
-Runs gpufleet.sglang.sglang_facts on the host as Ansible would, then judges each selected service with the
+Runs gpufleet.sglang.sglang_info on the host as Ansible would, then judges each selected service with the
 deployment's own plan, here on the controller, and returns only the report's rows: the facts (about 230 KB a host,
 most of it the release's flags) are never stored as a host variable or templated, which is what made the report's
 per-host cost on the controller several times that of `setup`.
@@ -36,7 +36,7 @@ class ActionModule(ActionBase):
         if not isinstance(plan_settings, dict):
             raise AnsibleActionFail("plan_settings must be a dict of the role's settings "
                                     "(sglang_dflash__settings), not %r" % (plan_settings,))
-        facts = self._execute_module(module_name="gpufleet.sglang.sglang_facts", module_args=module_args,
+        facts = self._execute_module(module_name="gpufleet.sglang.sglang_info", module_args=module_args,
                                      task_vars=task_vars)
         self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update((key, facts[key]) for key in _KEPT_KEYS if key in facts)

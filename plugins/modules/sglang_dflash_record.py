@@ -31,7 +31,7 @@ options:
     description: What happened to the service.
     type: str
     required: true
-    choices: [switched, reverted, unchanged, rolled back, refused]
+    choices: [switched, reverted, restarted, unchanged, rolled back, refused]
   plan:
     description: The service's plan.
     type: dict

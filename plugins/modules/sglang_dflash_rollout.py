@@ -26,6 +26,13 @@ description:
   - C(step=canary_record) - the verdict kept on a canary host (its result, and its services' records on the host).
   - C(step=failed), C(step=canary_failed), C(step=finished) - the host's result when it failed or ended.
   - C(step=summary) - the run's lines per host (RV(lines)).
+  - C(step=experiment_assign) - the experiment's arms across the surveyed fleet (like with like; the same assignment on
+    every host) and this host's own arm or the control; a fleet whose arms cannot be like the control is refused on
+    every host before any change (C(playbooks/experiment_dflash.yml)).
+  - C(step=experiment_judge) - one more chunk of the experiment's window judged (run once), with the report's files
+    once decided.
+  - C(step=experiment_end) - the verdict kept on each host; the hosts of every arm but the winner go back.
+  - C(step=experiment_rollout) - whether this host's batch takes the winner (every host not already on it).
 author:
   - gpufleet.sglang contributors (@gpufleet)
 options:
@@ -33,7 +40,8 @@ options:
     description: The decision (see the description).
     type: str
     required: true
-    choices: [batch, failed, finished, summary, canary_check, canary_judge, canary_record, canary_failed]
+    choices: [batch, failed, finished, summary, canary_check, canary_judge, canary_record, canary_failed,
+              experiment_assign, experiment_judge, experiment_end, experiment_rollout]
   hosts:
     description: The play's hosts (C(ansible_play_hosts_all)).
     type: list
@@ -88,6 +96,14 @@ options:
   state_dir:
     description: With C(step=canary_record), the state directory on the host (its services' records).
     type: path
+  experiment:
+    description: With the C(experiment_*) steps, the experiment (C(sglang_dflash_experiment) - its arms, window and
+      judge; docs/experiments.md).
+    type: raw
+  state:
+    description: With C(step=experiment_judge) and C(step=experiment_end), the judging so far (the last chunk's
+      RV(state); unset - the first chunk).
+    type: dict
 requirements:
   - Python 3.8 or newer on the target, standard library only (the modules it runs there).
 attributes:
@@ -124,8 +140,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 start:
-  description: With C(step=batch), whether this host's batch starts.
-  returned: C(step=batch)
+  description: With C(step=batch) or C(step=experiment_rollout), whether this host's batch starts.
+  returned: C(step=batch) and C(step=experiment_rollout)
   type: bool
 check_canary:
   description: With C(step=batch), whether this host runs the canary stage.
@@ -141,6 +157,27 @@ verdict:
   description: With C(step=canary_judge), the canary's verdict, action (continue, rollback, hold), figures and message.
   returned: C(step=canary_judge)
   type: dict
+state:
+  description: With C(step=experiment_judge), the judging so far - its samples, seconds, C(done), C(outcome),
+    C(winner), the hosts to put back now (C(roll_back_now)) and the decision.
+  returned: C(step=experiment_judge)
+  type: dict
+line:
+  description: With C(step=experiment_judge), the experiment's state in one line.
+  returned: C(step=experiment_judge)
+  type: str
+report_files:
+  description: With C(step=experiment_judge) once decided, the experiment report's files by name (JSON and HTML).
+  returned: C(step=experiment_judge), once decided
+  type: dict
+roll_back:
+  description: With C(step=experiment_end), whether this host goes back to its previous server.
+  returned: C(step=experiment_end)
+  type: bool
+arm:
+  description: With C(step=experiment_rollout), the winning arm this host's batch takes.
+  returned: C(step=experiment_rollout)
+  type: str
 lines:
   description: With C(step=summary), a few lines per host.
   returned: C(step=summary)

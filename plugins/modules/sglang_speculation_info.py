@@ -144,9 +144,10 @@ def main():
     p = module.params
     host = socket.gethostname()
     bad = [s["unit"] for s in p["servers"] if not 1 <= s["port"] <= 65535]
-    if bad or p["window"] < 0 or p["probe_max_new_tokens"] < 1 or p["timeout"] < 1:
-        module.fail_json(msg="host %s: every port must be 1-65535 (not those of %s), window at least 0, "
-                             "probe_max_new_tokens and timeout at least 1" % (host, ", ".join(bad) or "any unit"))
+    if bad:
+        module.fail_json(msg="host %s: the port of %s must be 1-65535" % (host, ", ".join(bad)))
+    if p["window"] < 0 or p["probe_max_new_tokens"] < 1 or p["timeout"] < 1:
+        module.fail_json(msg="host %s: window must be at least 0, probe_max_new_tokens and timeout at least 1" % host)
     servers = [{"unit": s["unit"], "url": base_url(s["host"], s["port"])} for s in p["servers"]]
     evidence = observe(servers, p["window"], probe_max_new_tokens=p["probe_max_new_tokens"], probe_when=p["probe"],
                        timeout=float(p["timeout"]))

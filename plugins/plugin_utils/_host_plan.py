@@ -82,7 +82,7 @@ def resolve_drafters(settings, host, drafters=None):
 
 
 def facts_options(settings):
-    """The options of sglang_facts for the services these settings select, as the deployment and the report read
+    """The options of sglang_info for the services these settings select, as the deployment and the report read
     them."""
     services = settings.get("services") or []
     selection = [dict((k, v) for k, v in entry.items() if k in _FACTS_ENTRY_KEYS) for entry in services] \

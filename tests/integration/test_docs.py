@@ -119,14 +119,17 @@ def test_the_architecture_page_names_every_piece_the_code_has():
 
 
 def test_the_docs_name_only_plugins_that_exist():
-    """Every gpufleet.sglang.NAME in the README and docs/ is a module, a filter, the role, a playbook, or an old name
-    meta/runtime.yml routes to a new one."""
+    """Every gpufleet.sglang.NAME in the README and docs/ is a module, a filter, the role, a playbook, an action group,
+    or an old name meta/runtime.yml routes to a new one."""
     import re
 
     import yaml
-    routing = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text()).get("plugin_routing") or {}
+    runtime = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())
+    routing = runtime.get("plugin_routing") or {}
     known = set(MODULES + FILTERS + ["sglang_dflash"] + [p.stem for p in (REPO / "playbooks").glob("*.yml")])
     known.update(name for kind in routing.values() for name in kind)
+    # The action groups (module_defaults: group/gpufleet.sglang.NAME).
+    known.update(runtime.get("action_groups") or {})
     named = set()
     for page in [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md")):
         named.update((page.name, n) for n in re.findall(r"gpufleet\.sglang\.([a-z_]+)", page.read_text()))

@@ -58,11 +58,15 @@ def test_the_report_is_rebuilt_from_the_fact_cache_without_contacting_any_host(a
 
 
 def test_nothing_that_deploys_reads_the_cached_rows():
-    # The deployment registers its own facts (tasks/gather.yml) and plans on them; only the report reads the cache.
+    # The deployment reads the host itself (the plan action runs sglang_info) and plans on that; only the report reads
+    # the cache.
     deploying = [REPO / "playbooks" / "deploy_dflash.yml", REPO / "playbooks" / "revert_dflash.yml"] + sorted(
         (REPO / "roles" / "sglang_dflash").rglob("*.yml"))
     for path in deploying:
         text = path.read_text()
         assert "sglang_fleet_cached_rows" not in text and "sglang_fleet_from_cache" not in text, path
-    facts = (REPO / "roles" / "sglang_dflash" / "tasks" / "gather.yml").read_text()
-    assert "gpufleet.sglang.sglang_facts:" in facts and "register: sglang_dflash_host_facts" in facts
+    main = (REPO / "roles" / "sglang_dflash" / "tasks" / "main.yml").read_text()
+    assert "gpufleet.sglang.sglang_dflash_plan:" in main
+    action = (REPO / "plugins" / "action" / "sglang_dflash_plan.py").read_text()
+    assert 'FACTS_MODULE = "gpufleet.sglang.sglang_info"' in action
+    assert "self._execute_module(module_name=FACTS_MODULE" in action

@@ -35,5 +35,5 @@ def test_it_is_an_action_and_says_so():
 def test_the_modules_it_runs_exist():
     # By their names or by the names meta/runtime.yml redirects.
     ran = modules_named(action)
-    assert {"sglang_facts"} <= set(ran)
+    assert {"sglang_info", "sglang_speculation_info"} <= set(ran)
     assert [f for f in ran.values() if not (REPO / "plugins" / "modules" / f).is_file()] == []

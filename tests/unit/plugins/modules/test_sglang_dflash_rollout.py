@@ -6,7 +6,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import pytest
 from ansible_collections.gpufleet.sglang.plugins.action import sglang_dflash_rollout as action
 from ansible_collections.gpufleet.sglang.plugins.modules import sglang_dflash_rollout
 
@@ -17,11 +16,6 @@ def test_the_module_file_is_documentation_only():
     assert not hasattr(sglang_dflash_rollout, "main")
 
 
-# Remove the mark once plugins/modules/sglang_dflash_rollout.py documents them (strict: this test fails as soon as the
-# documentation matches, to say so).
-@pytest.mark.xfail(strict=True, reason="the action's ARGUMENT_SPEC took experiment and state and the steps "
-                                       "experiment_assign, experiment_judge, experiment_end, experiment_rollout "
-                                       "(a9b5257, WIP); its documentation does not have them yet")
 def test_the_documented_options_are_the_actions_argument_spec():
     assert spec_differences(sglang_dflash_rollout, action.ARGUMENT_SPEC) == []
 

@@ -5,7 +5,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import pytest
 from ansible_collections.gpufleet.sglang.plugins.action import sglang_fleet_report as action
 from ansible_collections.gpufleet.sglang.plugins.modules import sglang_fleet_report
 
@@ -18,11 +17,6 @@ def test_the_module_file_is_documentation_only():
     assert names == {"DOCUMENTATION", "EXAMPLES", "RETURN", "absolute_import", "division", "print_function"}
 
 
-# Remove the mark once plugins/modules/sglang_fleet_report.py documents the action's three uses (strict: this test
-# fails as soon as the documentation matches, to say so).
-@pytest.mark.xfail(strict=True, reason="the action's ARGUMENT_SPEC took hosts, from_cache, rows, gateway_read and now "
-                                       "(collect the rows, place them in the gateways) and dest and files became "
-                                       "optional (2d28c4b); its documentation still has dest and files, required")
 def test_the_documented_options_are_the_actions_argument_spec():
     assert spec_differences(sglang_fleet_report, action.ARGUMENT_SPEC) == []
 
@@ -38,4 +32,4 @@ def test_the_examples_use_documented_options_only():
     options = set(documented(sglang_fleet_report, "DOCUMENTATION")["options"])
     for task in documented(sglang_fleet_report, "EXAMPLES"):
         assert set(task["gpufleet.sglang.sglang_fleet_report"]) <= options, task["name"]
-    assert documented(sglang_fleet_report, "RETURN")["written"]["returned"] == "always"
+    assert documented(sglang_fleet_report, "RETURN")["written"]["returned"] == "with O(dest) and O(files)"
