@@ -168,6 +168,10 @@ def _service_lines(host, r):
                 r["algorithm"] or "no speculative decoding")) if r["changed"] else "not switched, unchanged",
             check, healthy if r["changed"] else "left as it is"))
         lines.append("  removed: %s" % ("  ".join(changes.get("removed") or []) or "-"))
+    elif r["mode"] == "restart":
+        lines.append("%s: %s (restart) sglang %s %s: %s%s, %s" % (
+            host, r["unit"], r["release"], r["algorithm"], "restarted as it is" if r["changed"] else
+            "not switched or not running, left as it is", check, healthy))
     else:
         lines += ["%s: %s (%s) sglang %s %s %s%s, %s" % (
             host, r["unit"], r["mode"], r["release"], r["algorithm"], "changed" if r["changed"] else "unchanged",

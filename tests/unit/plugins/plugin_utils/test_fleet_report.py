@@ -146,3 +146,22 @@ def test_a_service_a_cut_run_left_says_so_first():
     text = markdown([row])
     assert "0 blocked, 1 ready, 1 interrupted by a run that was cut" in text
     assert "**%s**<br>**current**: ours |" % line in text
+
+
+def test_speculation_now_is_a_column_a_count_and_a_filter():
+    off = {"state": "off", "accept_length": 1.0, "accept_length_at_switch": 6.48, "time": "2026-12-06T16:03:17Z",
+           "reason": "acceptance length 1.00 over 20 request(s) in 10.0 s: each verify step accepts about one token"}
+    rows = [row("a", speculation=off), row("b", speculation=dict(off, state="engaged", accept_length=6.2)),
+            row("c", speculation=None)]
+    text = markdown(rows)
+    assert "| switch state | speculation now | last switch |" in text
+    assert "; speculation now: 1 engaged, 1 off" in text
+    assert "| **off**: acceptance 1.00 now, 6.48 at the switch (acceptance length 1.00 over 20 request(s) in 10.0 s: " \
+           "each verify step accepts about one token, 2026-12-06T16:03:17Z) |" in text
+    view = html_view(rows)
+    assert view["speculation_states"] == [("engaged", "engaged", 1), ("degraded", "degraded", 0), ("off", "off", 1),
+                                          ("unknown", "unknown", 0), ("not verified", "not", 1)]
+    tokens = [(r["row"]["host"], r["speculation_token"]) for _status, group in view["groups"] for r in group]
+    assert sorted(tokens) == [("a", "off"), ("b", "engaged"), ("c", "not")]
+    # Without any verdict (the report read no traffic), no count in the Markdown's line.
+    assert "speculation now:" not in markdown([row("c")]).splitlines()[4]

@@ -11,7 +11,11 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_plan import 
     plan_host,
     report_rows,
     resolve_drafters,
+    selected_services,
     survey,
+    verification,
+    verify_targets,
+    with_speculation,
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import fleet_row
@@ -26,7 +30,8 @@ def switched_facts():
     first = deployment_plan(facts_for(NEXTN), ROLE)
     facts = facts_for(NEXTN)
     facts["unit"]["managed_dropin"].update(exists=True, content=first["files"]["config"]["content"])
-    facts["managed_env_file"] = {"exists": True, "sha256": hashlib.sha256(first["env_content"].encode()).hexdigest()}
+    facts["managed_env_file"] = {"exists": True, "path": "/etc/sglang/sglang-qwen.env",
+                                 "sha256": hashlib.sha256(first["env_content"].encode()).hexdigest()}
     return facts
 
 
@@ -175,3 +180,69 @@ def test_report_rows_of_a_failed_facts_module_is_one_blocked_row_with_its_messag
     assert "gathering the facts failed: host gpu-1: timeout must be greater than 0" in rows[0]["reasons"][0]
 
 
+
+
+def test_a_restart_restarts_a_switched_service_as_it_is_through_the_switchs_steps():
+    settings = dict(ROLE, state="restarted", gateway_urls=["http://gw:30180"])
+    decided = plan_host({"services": [switched_facts()]}, settings, "gpu-1")
+    plan = decided["services"][0]
+    steps = plan["steps"]
+    assert (plan["mode"], plan["outcome"], decided["refusals"]) == ("restart", "restarted", [])
+    assert steps["leave_gateway"] and steps["drain"] and steps["restart"] and steps["prove"] and steps["rejoin"]
+    # Its files untouched, its switch's record kept (a day-two check compares with it), its intent cleared.
+    assert not steps["write_config"] and not steps["write_env"] and not steps["record"] and steps["clear_intent"]
+    assert plan["settings"]["min_speedup"] is None
+    assert plan["lines"][0] == "restart sglang-qwen.service: restarted as it is (its files untouched)"
+
+
+def test_a_restart_leaves_a_service_never_switched_alone_and_refuses_one_whose_files_differ():
+    never = plan_host({"services": [facts_for(NEXTN)]}, dict(ROLE, state="restarted"), "gpu-1")
+    assert never["nothing_to_do"] is True and never["services"][0]["outcome"] == "unchanged"
+    assert never["services"][0]["lines"][0] == "restart sglang-qwen.service: not switched or not running: left as it is"
+    drifted = plan_host({"services": [switched_facts()]}, dict(ROLE, state="restarted", draft_window_size=2048), "gpu-1")
+    assert drifted["refusals"] and "runs other settings than these would write" in drifted["refusals"][0]
+    assert "deploy_dflash.yml writes them and restarts it" in drifted["refusals"][0]
+
+
+def test_sglang_dflash_units_selects_only_those_services():
+    first = switched_facts()
+    second = facts_for(NEXTN.replace("--port 30001", "--port 30002"))
+    second["unit"] = dict(second["unit"], id="sglang-b.service", name="sglang-b")
+    both = {"services": [first, second]}
+    assert [f["unit"]["id"] for f in selected_services(both, ROLE)] == ["sglang-qwen.service", "sglang-b.service"]
+    assert [f["unit"]["id"] for f in selected_services(both, dict(ROLE, units=["sglang-b"]))] == ["sglang-b.service"]
+    decided = plan_host(both, dict(ROLE, units=["sglang-qwen.service"], state="absent"), "gpu-1")
+    assert [p["unit"] for p in decided["services"]] == ["sglang-qwen.service"]
+
+
+def test_the_day_two_check_reads_each_switched_service_where_its_server_answers():
+    stopped = switched_facts()
+    stopped["unit"] = dict(stopped["unit"], id="sglang-c.service", active_state="failed")
+    stopped["rollout_record"] = {"after": {"accept_length": 6.0}}
+    result = {"services": [switched_facts(), facts_for(NEXTN), stopped]}
+    servers, records, verdicts = verify_targets(result, ROLE, 1796560000.0)
+    # The switched service that runs, at the address our command gives it; the one never switched is not checked.
+    assert servers == [{"unit": "sglang-qwen.service", "host": "127.0.0.1", "port": 30001}]
+    assert set(records) == {"sglang-qwen.service", "sglang-c.service"}
+    assert [(v["unit"], v["state"], v["accept_length_at_switch"]) for v in verdicts] == [
+        ("sglang-c.service", "unknown", 6.0)]
+
+
+def test_the_day_two_result_says_each_state_what_to_act_on_and_what_fails():
+    verdicts = [{"unit": "a.service", "state": "engaged", "accept_length": 6.0, "accept_length_at_switch": 6.2,
+                 "reason": "r", "time": "t"},
+                {"unit": "b.service", "state": "off", "accept_length": 1.0, "accept_length_at_switch": 6.2,
+                 "reason": "r", "time": "t1"}]
+    settings = dict(ROLE, verify_on_degraded="revert", verify_fail_when=["degraded", "off"])
+    first = verification("gpu-1", verdicts, settings)
+    assert first["act_on"] == ["b.service"] and first["counts"] == {"engaged": 1, "degraded": 0, "off": 1,
+                                                                    "unknown": 0}
+    assert first["failing"] == ["gpu-1: b.service off (acceptance now 1.00, at the switch 6.20; r) at t1"]
+    # Verified again after the revert: b is no longer switched; what was done is said, nothing is acted on again.
+    again = verification("gpu-1", verdicts[:1], settings, previous=first)
+    assert again["act_on"] == [] and again["failing"] == []
+    assert again["lines"][-1] == "gpu-1: b.service was off at t1; reverted to its previous server by this run"
+    assert verification("gpu-1", [], settings)["lines"] == ["gpu-1: no switched service to verify"]
+    assert verification("gpu-1", verdicts, dict(settings, verify_on_degraded="report"))["act_on"] == []
+    rows = with_speculation([{"unit": "a.service"}, {"unit": "c.service"}], verdicts)
+    assert rows[0]["speculation"]["state"] == "engaged" and rows[1]["speculation"] is None

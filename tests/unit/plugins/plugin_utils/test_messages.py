@@ -52,6 +52,11 @@ def test_rollout_summary_lines():
     results["b"]["canary"] = {"action": "rollback", "message": "the canary failed, y"}
     lines = rollout_summary(results, ["a", "b"])
     assert "  the canary passed, x" in lines and not any("the canary failed" in line for line in lines)
+    # A restart (sglang_dflash_state=restarted, verify_dflash.yml's restart) says so, with its health.
+    restarted = dict(result, mode="restart", time_to_healthy_s=6.5)
+    assert rollout_summary({"a": {"state": "done", "services": [restarted]}}, ["a"])[0] == (
+        "a: sglang-qwen.service (restart) sglang 0.5.23 DFLASH: restarted as it is, healthy=True, healthy 6.5s after "
+        "the server started")
 
 
 DRAFTER = {"services": ["*", "sglang@*"], "source": "hub", "repo": "lab/qwen-dflash", "revision": "a" * 40,
