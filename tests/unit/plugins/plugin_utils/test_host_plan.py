@@ -199,7 +199,8 @@ def test_a_restart_leaves_a_service_never_switched_alone_and_refuses_one_whose_f
     never = plan_host({"services": [facts_for(NEXTN)]}, dict(ROLE, state="restarted"), "gpu-1")
     assert never["nothing_to_do"] is True and never["services"][0]["outcome"] == "unchanged"
     assert never["services"][0]["lines"][0] == "restart sglang-qwen.service: not switched or not running: left as it is"
-    drifted = plan_host({"services": [switched_facts()]}, dict(ROLE, state="restarted", draft_window_size=2048), "gpu-1")
+    drifted = plan_host({"services": [switched_facts()]}, dict(ROLE, state="restarted", draft_window_size=2048),
+                        "gpu-1")
     assert drifted["refusals"] and "runs other settings than these would write" in drifted["refusals"][0]
     assert "deploy_dflash.yml writes them and restarts it" in drifted["refusals"][0]
 
