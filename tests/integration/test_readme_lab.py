@@ -68,6 +68,15 @@ def test_the_fleet_picture_of_the_lab_as_the_readme_writes_it(local_lab):
     assert "1 hosts can take the deployment" in run.stdout
 
 
+def test_the_day_two_check_of_the_lab_as_the_readme_writes_it(local_lab):
+    (line,) = readme_lines("verify_dflash")
+    run = run_as_written(line)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    # The lab as the fleet picture left it: switched by scripts/deploy.sh (engaged), or not (nothing to verify).
+    assert re.search(r"gpufleet-local: (sglang\.service engaged \(acceptance now \d\.\d\d|no switched service to "
+                     r"verify)", run.stdout), run.stdout[-3000:]
+
+
 def test_the_way_back_on_the_lab_as_the_readme_writes_it(local_lab):
     (line,) = readme_lines("revert_dflash")
     run = run_as_written(line)
@@ -93,7 +102,7 @@ def doc_commands():
 # Commands other tests run as written: the lab's two (above), the EE's (tests/integration/test_ee.py).
 RUN_ELSEWHERE = (
     re.compile(r"^ANSIBLE_COLLECTIONS_PATH=\.cache/collections \.venv/bin/ansible-playbook -i inventories/local "
-               r"gpufleet\.sglang\.(gather_facts|revert_dflash)$"),
+               r"gpufleet\.sglang\.(gather_facts|verify_dflash|revert_dflash)$"),
     re.compile(r"^scripts/ee\.sh$"),
     re.compile(r"^CONTAINERS_CONF=\S+ ANSIBLE_NAVIGATOR_CONFIG=\S+ \.cache/ee-tools/bin/ansible-navigator run "),
 )
