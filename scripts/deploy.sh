@@ -15,5 +15,5 @@ tests/containers/build-node-image.sh
 tests/containers/lab-node.sh gpufleet-local 22100
 export ANSIBLE_COLLECTIONS_PATH
 ANSIBLE_COLLECTIONS_PATH=$(scripts/install-collection.sh "$PWD/.cache/collections")
-ansible-playbook -i inventories/local tests/containers/provision.yml
+tests/containers/provision-node.sh gpufleet-local inventories/local
 ansible-playbook -i inventories/local playbooks/deploy_dflash.yml "$@"

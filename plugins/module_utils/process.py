@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import fcntl
 import os
 import select
 import selectors
@@ -65,14 +66,20 @@ def c_locale_env(extra=None, columns=None):
     return env
 
 
-def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None, max_output_bytes=0, on_stdout_line=None):
+def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None, max_output_bytes=0, on_stdout_line=None,
+             meanwhile=None, on_stdout_lines=None):
     """Run argv without a shell; kill its process group after timeout seconds.
 
     With max_output_bytes (stdout and stderr together; 0 means no limit), reading stops and the
     group is killed once the command printed more: a runaway program cannot fill the memory.
     With on_stdout_line, each line of stdout (bytes, without its newline) is handed to it as the
     command prints it, and stdout is not kept: the caller works while the command runs. Should the
-    callback raise, the group is killed and the exception goes on to the caller.
+    callback raise, the group is killed and the exception goes on to the caller. on_stdout_lines
+    takes the same lines in blocks (bytes of whole lines, each ending in a newline): one call per
+    read instead of one per line, for a caller that parses many lines.
+    With meanwhile (an iterator), its steps run in this thread while the command runs, between reads
+    of its output, so the output never waits long; whatever is left of it runs once the command's
+    output has ended. Its exceptions, too, kill the group and go on to the caller.
     """
     start = time.monotonic()
     try:
@@ -89,7 +96,8 @@ def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None, max_output_byte
         return CommandResult(argv, None, b"", b"", False, time.monotonic() - start, error=str(exc))
     stdin_bytes = stdin_text.encode("utf-8") if stdin_text is not None else None
     try:
-        out, err, stopped = _read_all(proc, stdin_bytes, start + timeout, max_output_bytes, on_stdout_line)
+        splitter = _LineSplitter(on_stdout_line, on_stdout_lines) if on_stdout_line or on_stdout_lines else None
+        out, err, stopped = _read_all(proc, stdin_bytes, start + timeout, max_output_bytes, splitter, meanwhile)
         if stopped is None:
             try:
                 proc.wait(timeout=max(start + timeout - time.monotonic(), 0))
@@ -117,61 +125,117 @@ def run_argv(argv, timeout, env=None, stdin_text=None, cwd=None, max_output_byte
     )
 
 
-def _read_all(proc, stdin_bytes, deadline, max_output_bytes, on_stdout_line=None):
+def _read_all(proc, stdin_bytes, deadline, max_output_bytes, stdout_lines=None, meanwhile=None):
     """(stdout, stderr, why reading stopped early: None, "timeout" or "output").
 
-    With on_stdout_line, stdout goes to it line by line and b"" is returned for it.
+    With stdout_lines (a _LineSplitter), stdout goes to it and b"" is returned for it. With meanwhile,
+    its steps run for up to STEP_SLICE_S at a time whenever no output is waiting.
     """
-    chunks = {proc.stdout: [], proc.stderr: []}
-    stdout_lines = _LineSplitter(on_stdout_line) if on_stdout_line else None
-    selector = selectors.DefaultSelector()
-    for pipe in chunks:
-        selector.register(pipe, selectors.EVENT_READ)
-    if stdin_bytes:
-        selector.register(proc.stdin, selectors.EVENT_WRITE)
-    elif proc.stdin is not None:
-        proc.stdin.close()
-    written = total = 0
+    steps = iter(meanwhile) if meanwhile is not None else None
+    pipes = _Pipes(proc, stdin_bytes, stdout_lines)
     stopped = None
-    with selector:
-        while selector.get_map() and stopped is None:
+    with pipes.selector:
+        while pipes.selector.get_map() and stopped is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 stopped = "timeout"
                 break
-            for key, _events in selector.select(remaining):
-                if key.fileobj is proc.stdin:
-                    try:
-                        # select() promised room for PIPE_BUF bytes: this write does not block.
-                        written += os.write(key.fd, stdin_bytes[written:written + select.PIPE_BUF])
-                    except BrokenPipeError:
-                        written = len(stdin_bytes)
-                    if written >= len(stdin_bytes):
-                        selector.unregister(proc.stdin)
-                        proc.stdin.close()
-                    continue
-                data = os.read(key.fd, 1 << 16)
-                if not data:
-                    selector.unregister(key.fileobj)
-                    if key.fileobj is proc.stdout and stdout_lines:
-                        stdout_lines.close()
-                    continue
-                if key.fileobj is proc.stdout and stdout_lines:
-                    stdout_lines.feed(data)
-                else:
-                    chunks[key.fileobj].append(data)
-                total += len(data)
-                if max_output_bytes and total > max_output_bytes:
-                    stopped = "output"
-                    break
-    return b"".join(chunks[proc.stdout]), b"".join(chunks[proc.stderr]), stopped
+            ready = pipes.selector.select(0 if steps is not None else remaining)
+            if not ready and steps is not None:
+                steps = _run_steps(steps, STEP_SLICE_S)
+                continue
+            read = pipes.serve(ready)
+            if max_output_bytes and pipes.total > max_output_bytes:
+                stopped = "output"
+            elif pipes.stdout_lines and steps is None and 0 < read < STREAM_BATCH_BYTES:
+                # A streaming reader woken for each write of a chatty command costs more than the
+                # lines: let a few writes gather (the pipe holds far more than this pause brings).
+                time.sleep(STREAM_BATCH_S)
+    if steps is not None and stopped is None:
+        for _step in steps:
+            pass
+    return b"".join(pipes.chunks[proc.stdout]), b"".join(pipes.chunks[proc.stderr]), stopped
+
+
+# How long the meanwhile steps may keep the output waiting between two reads.
+STEP_SLICE_S = 0.002
+# Streamed stdout: a read of less than this many bytes waits STREAM_BATCH_S before the next one.
+STREAM_BATCH_BYTES = 1 << 15
+STREAM_BATCH_S = 0.002
+# A streamed stdout pipe is made this large where the system lets it (F_SETPIPE_SZ, Linux), so that
+# the pauses above do not stop a command that prints fast; else it keeps its 64 KiB.
+STREAM_PIPE_BYTES = 1 << 20
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Python < 3.10 lacks the name
+
+
+def _run_steps(steps, seconds):
+    """Run steps for about `seconds`; the iterator, or None once it is exhausted."""
+    until = time.monotonic() + seconds
+    for _step in steps:
+        if time.monotonic() >= until:
+            return steps
+    return None
+
+
+class _Pipes(object):
+    """The child's pipes under one selector: stdin written, stdout and stderr read (or streamed)."""
+
+    def __init__(self, proc, stdin_bytes, stdout_lines):
+        self.proc = proc
+        self.stdin_bytes = stdin_bytes
+        self.chunks = {proc.stdout: [], proc.stderr: []}
+        self.stdout_lines = stdout_lines
+        if self.stdout_lines:
+            try:
+                fcntl.fcntl(proc.stdout.fileno(), _F_SETPIPE_SZ, STREAM_PIPE_BYTES)
+            except OSError:
+                pass
+        self.selector = selectors.DefaultSelector()
+        for pipe in self.chunks:
+            self.selector.register(pipe, selectors.EVENT_READ)
+        if stdin_bytes:
+            self.selector.register(proc.stdin, selectors.EVENT_WRITE)
+        elif proc.stdin is not None:
+            proc.stdin.close()
+        self.written = self.total = 0
+
+    def serve(self, ready):
+        """Write or read once on each ready pipe; the number of stdout bytes read."""
+        proc, read = self.proc, 0
+        for key, _events in ready:
+            if key.fileobj is proc.stdin:
+                try:
+                    # select() promised room for PIPE_BUF bytes: this write does not block.
+                    self.written += os.write(key.fd, self.stdin_bytes[self.written:self.written + select.PIPE_BUF])
+                except BrokenPipeError:
+                    self.written = len(self.stdin_bytes)
+                if self.written >= len(self.stdin_bytes):
+                    self.selector.unregister(proc.stdin)
+                    proc.stdin.close()
+                continue
+            data = os.read(key.fd, 1 << 16)
+            if not data:
+                self.selector.unregister(key.fileobj)
+                if key.fileobj is proc.stdout and self.stdout_lines:
+                    self.stdout_lines.close()
+                continue
+            if key.fileobj is proc.stdout:
+                read = len(data)
+            if key.fileobj is proc.stdout and self.stdout_lines:
+                self.stdout_lines.feed(data)
+            else:
+                self.chunks[key.fileobj].append(data)
+            self.total += len(data)
+        return read
 
 
 class _LineSplitter(object):
-    """Hands the complete lines of a byte stream to on_line; the unterminated last one at close()."""
+    """Hands the complete lines of a byte stream on, the unterminated last one at close(): one at a
+    time to on_line, or in blocks of whole lines, each ending in a newline, to on_lines."""
 
-    def __init__(self, on_line):
+    def __init__(self, on_line=None, on_lines=None):
         self.on_line = on_line
+        self.on_lines = on_lines
         self.pending = []  # the start of a line that has not ended yet
 
     def feed(self, data):
@@ -179,17 +243,23 @@ class _LineSplitter(object):
         if end == -1:
             self.pending.append(data)
             return
-        self.pending.append(data[:end])
-        lines = b"".join(self.pending).split(b"\n")
+        self.pending.append(data[:end + 1])
+        block = b"".join(self.pending)
         self.pending = [data[end + 1:]]
-        for line in lines:
-            self.on_line(line)
+        self._hand_over(block)
 
     def close(self):
         rest = b"".join(self.pending)
         self.pending = []
         if rest:
-            self.on_line(rest)
+            self._hand_over(rest + b"\n")
+
+    def _hand_over(self, block):
+        if self.on_lines:
+            self.on_lines(block)
+            return
+        for line in block[:-1].split(b"\n"):
+            self.on_line(line)
 
 
 def _kill_group(proc):

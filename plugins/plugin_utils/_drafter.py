@@ -10,7 +10,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 
 DRAFTER_ARCHITECTURES = ("DFlashDraftModel", "DFlash2DraftModel")
 
@@ -87,18 +86,27 @@ def drafter_problems(config, requested_block_size, target_config=None):
 
 
 def host_drafter_problems(facts, settings):
-    """The drafter directory and config.json the host reported, checked against the target model, as problems."""
+    """The drafter directory and config.json the host reported, checked against the target model, as problems.
+
+    Each problem names only what the facts module read. Without a drafter path there is nothing to read (the
+    settings' own problem names sglang_dflash_draft_model_path), and facts that failed are their own reason: neither
+    adds a problem here, let alone one about a config.json that was never opened.
+    """
     drafter = facts.get("draft_model") or {}
-    if settings.get("drafter") and (not settings.get("draft_model_path") or not drafter.get("dir_exists", True)):
+    path_setting = settings.get("draft_model_path")
+    if settings.get("drafter") and (not path_setting or not drafter.get("dir_exists", True)):
         # Not fetched yet (only a run that fetches nothing sees this: the fleet report). A deployment fetches the
         # source first (tasks/drafter.yml), and these checks then read the verified copy's config.json.
         return []
-    path = drafter.get("path") or os.path.join(settings.get("draft_model_path") or "?", "config.json")
+    if not path_setting or facts.get("failed"):
+        return []
     if not drafter.get("dir_exists", True):
-        return ["drafter directory %s does not exist on this host (sglang_dflash_draft_model_path)"
-                % settings.get("draft_model_path")]
+        return ["drafter directory %s does not exist on this host (sglang_dflash_draft_model_path)" % path_setting]
     if drafter.get("error"):
         return [drafter["error"]]
+    if "config" not in drafter or not drafter.get("path"):
+        return ["the drafter in %s was not checked: the facts of this host hold no reading of its config.json "
+                "(sglang_dflash_draft_model_path)" % path_setting]
     target = facts.get("model") or {}
-    problems, _block = drafter_problems(drafter.get("config"), settings.get("block_size"), target.get("config"))
-    return ["%s: %s" % (path, p) for p in problems]
+    problems, _block = drafter_problems(drafter["config"], settings.get("block_size"), target.get("config"))
+    return ["%s: %s" % (drafter["path"], p) for p in problems]

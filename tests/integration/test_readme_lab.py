@@ -1,21 +1,33 @@
 """The commands of the README and of docs/, exactly as written: the fleet picture of the embedded lab target
-(inventories/local, SSH on 127.0.0.1:22100 as ops with sudo) and the way back on it, and every other command line
-of their sh blocks, each checked the way it can be here (test_every_command_of_the_docs_is_checked)."""
+(inventories/local: SSH on a loopback port as ops with sudo) and the way back on it, and every other command line
+of their sh blocks, each checked the way it can be here (test_every_command_of_the_docs_is_checked).
+
+The README's lab itself (gpufleet-local on 127.0.0.1:22100, as scripts/deploy.sh leaves it) is the user's: the lab
+commands run on a lab of this module's own, from a checkout-like directory whose inventories/local reaches it, and
+test_the_users_lab_is_left_as_it_was checks that the user's is still there, untouched."""
 
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 
 import pytest
+import yaml
 from helpers import REPO
 
 STATES = ("not switched", "current", "drifted", "broken by a package change")
+# The README's lab (inventories/local/hosts.yml, scripts/deploy.sh): the user's, never made, changed or removed here.
+USERS_LAB = "gpufleet-local"
+# The lab these tests make and remove: another container and port.
+LAB_NAME, LAB_PORT = "gpufleet-readme-test", 22192
+NODE_IMAGE = "localhost/gpufleet-sglang-node:bookworm"
+PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
 
 
-def sh(argv, env=None, check=True, timeout=900):
-    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=check)
+def sh(argv, env=None, check=True, timeout=900, cwd=REPO):
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=check)
 
 
 def readme_lines(playbook):
@@ -28,41 +40,96 @@ def readme_lines(playbook):
     return lines
 
 
-def run_as_written(line, extra=()):
-    """A README line run as a shell runs it: leading VAR=value words are its environment ($VAR in them expanded).
-    It prints no warning."""
+def run_as_written(line, extra=(), cwd=REPO):
+    """A README line run as a shell in cwd runs it: leading VAR=value words are its environment ($VAR in them
+    expanded). It prints no warning."""
     words = shlex.split(line)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
     while "=" in words[0] and not words[0].startswith(("-", "/", ".")):
         key, value = words.pop(0).split("=", 1)
         env[key] = re.sub(r"\$(\w+)", lambda m: env.get(m.group(1), ""), value)
     if "/" in words[0] and not words[0].startswith("/"):
-        words[0] = str(REPO / words[0])
-    run = sh(words + list(extra), env=env, check=False)
+        words[0] = str(cwd / words[0])
+    run = sh(words + list(extra), env=env, check=False, cwd=cwd)
     printed = "%s printed:\n%s%s" % (line, run.stderr, run.stdout[-2000:])
     assert run.stderr == "" and "WARNING" not in run.stdout, printed
     return run
 
 
+def container_state(name):
+    """What would show that a container was removed, made again, restarted or changed: its id, whether it runs and
+    since when, and (running) a digest of its /etc/systemd/system (the units a rollout or a revert writes); None
+    when there is no such container. Reads only."""
+    run = sh(["podman", "container", "inspect", name], env=PODMAN_ENV, check=False)
+    if run.returncode:
+        return None
+    (info,) = json.loads(run.stdout)
+    units = None
+    if info["State"]["Running"]:
+        units = sh(["podman", "exec", name, "sh", "-c", "tar -C /etc/systemd/system --sort=name -cf - . | sha256sum"],
+                   env=PODMAN_ENV).stdout.split()[0]
+    return {"id": info["Id"], "running": info["State"]["Running"], "started_at": info["State"]["StartedAt"],
+            "units": units}
+
+
 @pytest.fixture(scope="module")
-def local_lab():
-    """The embedded default target as scripts/deploy.sh makes it, before the rollout (left running: it is the
-    README's main target and lab-node.sh reuses it)."""
-    env = dict(os.environ, CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
+def node_image():
     (REPO / ".cache").mkdir(exist_ok=True)
-    sh(["flock", str(REPO / ".cache" / "lab-prepare.lock"), "tests/containers/build-node-image.sh"], env=env)
-    sh(["tests/containers/lab-node.sh", "gpufleet-local", "22100"], env=env)
-    collections = sh(["scripts/install-collection.sh", str(REPO / ".cache" / "collections")]).stdout.strip()
-    run = sh(["ansible-playbook", "-i", "inventories/local", "tests/containers/provision.yml"],
-             env=dict(env, ANSIBLE_COLLECTIONS_PATH=collections), check=False)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    sh(["flock", str(REPO / ".cache" / "lab-prepare.lock"), "tests/containers/build-node-image.sh"], env=PODMAN_ENV)
+
+
+@pytest.fixture(scope="module")
+def users_lab(node_image):
+    """The README's lab as the user left it, before this module's lab tests (test_the_users_lab_is_left_as_it_was
+    compares). Where there is none (CI), a stand-in of that name takes its place and is removed at the end: a
+    container of the node image without the lab's labels, which tests/containers/lab-node.sh would make again at
+    once, as the lab fixture of this module did with the user's lab before it had a lab of its own."""
+    stand_in = None
+    if container_state(USERS_LAB) is None:
+        stand_in = sh(["podman", "run", "-d", "--name", USERS_LAB, "--label", "gpufleet.test=users-lab-stand-in",
+                       NODE_IMAGE, "sleep", "infinity"], env=PODMAN_ENV).stdout.strip()
+    try:
+        yield container_state(USERS_LAB)
+    finally:
+        if stand_in:
+            # By its id: a gpufleet-local made meanwhile (scripts/deploy.sh run beside the tests) is not ours to remove.
+            sh(["podman", "rm", "-f", "-t", "0", stand_in], env=PODMAN_ENV, check=False)
+
+
+@pytest.fixture(scope="module")
+def local_lab(users_lab, tmp_path_factory):
+    """The embedded default target as scripts/deploy.sh makes it, before the rollout, but a lab of this module's own
+    (LAB_NAME on LAB_PORT, removed at the end), and the directory to run the README's lab lines in: the checkout's
+    .venv and lab key, its playbooks, this run's install of the collection in .cache/collections, and
+    inventories/local as the checkout has it but for the port. Their fleet report is written there too."""
+    root = tmp_path_factory.mktemp("readme-lab")
+    keys = sh(["tests/containers/lab-ssh-key.sh"]).stdout.strip()
+    (root / ".cache").mkdir()
+    os.symlink(REPO / ".venv", root / ".venv")
+    os.symlink(keys, root / ".cache" / "lab-ssh")
+    shutil.copytree(REPO / "playbooks", root / "playbooks")
+    shutil.copytree(REPO / "inventories" / "local", root / "inventories" / "local")
+    hosts_file = root / "inventories" / "local" / "hosts.yml"
+    hosts = yaml.safe_load(hosts_file.read_text())
+    hosts["all"]["children"]["gpu_inference"]["hosts"][USERS_LAB]["ansible_port"] = LAB_PORT
+    hosts_file.write_text(yaml.safe_dump(hosts))
+    try:
+        sh(["tests/containers/lab-node.sh", LAB_NAME, str(LAB_PORT)], env=PODMAN_ENV)
+        collections = sh(["scripts/install-collection.sh", str(root / ".cache" / "collections")],
+                         env=dict(os.environ, PATH="%s:%s" % (REPO / ".venv" / "bin", os.environ["PATH"])))
+        run = sh(["ansible-playbook", "-i", str(root / "inventories" / "local"), "tests/containers/provision.yml"],
+                 env=dict(PODMAN_ENV, ANSIBLE_COLLECTIONS_PATH=collections.stdout.strip()), check=False)
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+        yield root
+    finally:
+        sh(["podman", "rm", "-f", LAB_NAME], env=PODMAN_ENV, check=False)
 
 
 def test_the_fleet_picture_of_the_lab_as_the_readme_writes_it(local_lab):
     (line,) = readme_lines("gather_facts")
-    run = run_as_written(line)
+    run = run_as_written(line, cwd=local_lab)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    (row,) = json.loads((REPO / "fleet-report" / "fleet-report.json").read_text())["hosts"]
+    (row,) = json.loads((local_lab / "fleet-report" / "fleet-report.json").read_text())["hosts"]
     assert row["host"] == "gpufleet-local" and row["facts"]["package"]["version"] == "0.5.23"
     assert row["status"] == "ready" and row["switch"]["state"] in STATES, row["reasons"]
     assert "1 hosts can take the deployment" in run.stdout
@@ -70,7 +137,7 @@ def test_the_fleet_picture_of_the_lab_as_the_readme_writes_it(local_lab):
 
 def test_the_day_two_check_of_the_lab_as_the_readme_writes_it(local_lab):
     (line,) = readme_lines("verify_dflash")
-    run = run_as_written(line)
+    run = run_as_written(line, cwd=local_lab)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     # The lab as the fleet picture left it: switched by scripts/deploy.sh (engaged), or not (nothing to verify).
     assert re.search(r"gpufleet-local: (sglang\.service engaged \(acceptance now \d\.\d\d|no switched service to "
@@ -79,9 +146,16 @@ def test_the_day_two_check_of_the_lab_as_the_readme_writes_it(local_lab):
 
 def test_the_way_back_on_the_lab_as_the_readme_writes_it(local_lab):
     (line,) = readme_lines("revert_dflash")
-    run = run_as_written(line)
+    run = run_as_written(line, cwd=local_lab)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "gpufleet-local: sglang.service (revert) sglang 0.5.23: " in run.stdout
+
+
+def test_the_users_lab_is_left_as_it_was(users_lab, local_lab):
+    """Issue #41: after a test run the README's lab was gone. The lab tests above made, provisioned and reverted
+    gpufleet-local itself (tests/containers/lab-node.sh makes a container again when it was made from another
+    image, port or key, or does not answer in time, and a failed start after its `podman rm -f` leaves none)."""
+    assert container_state(USERS_LAB) == users_lab, "the README's lab %s was changed by the tests" % USERS_LAB
 
 
 # ---- every command of the README and of docs/ ------------------------------------------------------------------

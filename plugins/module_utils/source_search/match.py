@@ -20,6 +20,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import bisect
+import itertools
+import operator
 import re
 
 LINE_TEXT_LIMIT = 400
@@ -65,6 +68,7 @@ class LineMatcher(object):
             raise SearchError("give at least one of terms or patterns")
         self.terms = list(terms or [])
         self.patterns = list(patterns or [])
+        self.pattern_items = self.items[len(self.fast_terms):]  # what str.find cannot judge
 
     def _bounded(self, line, start, end):
         if self.match == "substring":
@@ -87,14 +91,15 @@ class LineMatcher(object):
         items = self.items
         if self.all_fast and line.isascii():
             haystack = line if self.case_sensitive else line.lower()
+            bounded = self.match != "substring"
             for label, needle, _fast in self.fast_terms:
                 i = haystack.find(needle)
                 while i != -1:
                     end = i + len(needle)
-                    if self.match == "substring" or self._bounded(line, i, end):
+                    if not bounded or self._bounded(line, i, end):
                         found.append((i + 1, label))
                     i = haystack.find(needle, end)
-            items = items[len(self.fast_terms):]
+            items = self.pattern_items
         for label, regex, bounded in items:
             for m in regex.finditer(line):
                 if m.end() == m.start():
@@ -102,7 +107,37 @@ class LineMatcher(object):
                 if bounded and not self._bounded(line, m.start(), m.end()):
                     continue
                 found.append((m.start() + 1, label))
-        found.sort()
+        if len(found) > 1:
+            found.sort()
+        return found
+
+    def hits_in_lines(self, lines, text=None):
+        """{k: self.hits(lines[k])} for the lines with hits, with one pass of str.find per term.
+
+        The lines joined by newlines (text, where the caller has it) hold each term at the same
+        places, none across two lines (a term holds no newline), so each hit falls in one line at the
+        same column: one Python step per hit instead of one per term and line. Anything else
+        (patterns, non-ASCII text) goes line by line.
+        """
+        if text is None:
+            text = "\n".join(lines)
+        if not self.all_fast or self.pattern_items or "\n" in "".join(self.terms) or not text.isascii():
+            return dict((k, found) for k, found in enumerate(map(self.hits, lines)) if found)
+        haystack = text if self.case_sensitive else text.lower()
+        # ends[k]: the offset just past line k and its newline.
+        ends = list(map(operator.add, itertools.accumulate(map(len, lines)), range(1, len(lines) + 1)))
+        found = {}
+        bounded = self.match != "substring"
+        for label, needle, _fast in self.fast_terms:
+            i = haystack.find(needle)
+            while i != -1:
+                k = bisect.bisect_right(ends, i)
+                column = i - ends[k] + len(lines[k]) + 1
+                if not bounded or self._bounded(lines[k], column, column + len(needle)):
+                    found.setdefault(k, []).append((column + 1, label))
+                i = haystack.find(needle, i + len(needle))
+        for line_hits in found.values():
+            line_hits.sort()
         return found
 
     def is_definition_name(self, name):
@@ -136,17 +171,31 @@ def _clip(text):
 
 def file_hits(matcher, lines_by_number, candidate_numbers, context):
     """Judge candidate lines; attach context from lines_by_number (a dict or list-like getter)."""
+    numbered = [(number, line) for number, line in ((n, lines_by_number(n)) for n in candidate_numbers)
+                if line is not None]
+    found = matcher.hits_in_lines([line for _n, line in numbered])
     hits = []
-    for number in candidate_numbers:
-        line = lines_by_number(number)
-        if line is None:
-            continue
-        for column, label in matcher.hits(line):
-            hit = {"line": number, "column": column, "term": label, "text": _clip(line)}
+    for k in sorted(found):
+        number, line = numbered[k]
+        text = _clip(line)
+        for column, label in found[k]:
+            hit = {"line": number, "column": column, "term": label, "text": text}
             if context:
                 hit["before"] = [_clip(t) for t in (lines_by_number(n) for n in range(max(1, number - context), number))
                                  if t is not None]
                 hit["after"] = [_clip(t) for t in (lines_by_number(n) for n in range(number + 1, number + context + 1))
                                 if t is not None]
             hits.append(hit)
+    return hits
+
+
+def text_hits(matcher, numbers, text):
+    """file_hits without context, for lines given as one text: its line k is line numbers[k]."""
+    lines = text.split("\n")
+    found = matcher.hits_in_lines(lines, text)
+    hits = []
+    for k in sorted(found):
+        number, clipped = numbers[k], _clip(lines[k])
+        for column, label in found[k]:
+            hits.append({"line": number, "column": column, "term": label, "text": clipped})
     return hits

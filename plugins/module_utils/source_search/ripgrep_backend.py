@@ -9,19 +9,18 @@ __metaclass__ = type
 
 import os
 import re
-import threading
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import (
     RegexDialectError,
     SearchError,
     file_hits,
+    text_hits,
 )
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import (
     Stats,
     sized_files,
-    walk_dirs,
-    walk_files,
+    walk_steps,
 )
 
 
@@ -55,8 +54,12 @@ def rg_argv(rg, roots, matcher, file_filter, context, max_filesize):
     return argv
 
 
-_RG_LINE = re.compile(rb"(\d+)([:-])")
-_RG_STAT = re.compile(rb"^(\d+) (files searched|bytes searched)$")
+# rg's plain output split at the "NUL line-number kind" after each path: [before the first path and the
+# path, number, kind (":" a match, "-" context), that line's text then the lines up to the next path
+# and that path, number, ...]. Lines without one (the "--" between context groups, the --stats summary)
+# end up among the text.
+_RG_LINE_START = re.compile(rb"\0(\d+)([:-])")
+_RG_STAT = re.compile(rb"^[ \t]*(\d+) (files searched|bytes searched)[ \t\r]*$", re.M)
 # "PATH: Permission denied (os error 13)"; ripgrep 13 (Debian 12) prints it without the "rg: " prefix
 # that later releases add. Other messages (such as "File system loop found: ...") have no os error.
 _RG_OS_ERROR = re.compile(r"^(?:rg: )?(?P<path>.+): (?P<error>[^:]+?) \(os error \d+\)$")
@@ -84,9 +87,10 @@ def rg_unreadable_files(stderr, roots, stats):
 
 
 class _OutputReader(object):
-    """Reads rg's plain output line by line: judges each file's candidate lines once its lines end.
+    """Reads rg's plain output in blocks of lines: judges each file's candidate lines once its lines end.
 
     rg writes each file's lines together, so judging one file overlaps with rg searching the next.
+    A block is split in one call at each line's "NUL number kind": no regex match per line.
     """
 
     def __init__(self, matcher, context, stats):
@@ -96,54 +100,69 @@ class _OutputReader(object):
         self.results = []
         self.current, self.lines, self.candidates = None, {}, []
 
-    def line(self, raw):
-        path, nul, rest = raw.partition(b"\0")
-        if not nul:
-            stat_line = _RG_STAT.match(raw.strip())
-            if stat_line and stat_line.group(2) == b"files searched":
-                self.stats.files_scanned = int(stat_line.group(1))
-            elif stat_line:
-                self.stats.bytes_scanned = int(stat_line.group(1))
-            return
-        m = _RG_LINE.match(rest)
-        if not m:
-            return
-        if path != self.current:
-            self.flush()
-            self.current, self.lines, self.candidates = path, {}, []
-        text = rest[m.end():].decode("utf-8", "replace")
-        if text.endswith("\r"):
-            text = text[:-1]
-        number = int(m.group(1))
-        self.lines[number] = text
-        if m.group(2) == b":":
-            self.candidates.append(number)
+    def block(self, data):
+        parts = _RG_LINE_START.split(data)
+        path = parts[0].rpartition(b"\n")[2]
+        for i in range(1, len(parts) - 2, 3):
+            text, _nl, after = parts[i + 2].partition(b"\n")
+            if path != self.current:
+                self.flush()
+                self.current, self.lines, self.candidates = path, {}, []
+            number = int(parts[i])
+            self.lines[number] = text
+            if parts[i + 1] == b":":
+                self.candidates.append(number)
+            path = after.rpartition(b"\n")[2]
+        if b" searched" in data:  # the --stats summary, after the last file
+            for count, what in _RG_STAT.findall(data):
+                if what == b"files searched":
+                    self.stats.files_scanned = int(count)
+                else:
+                    self.stats.bytes_scanned = int(count)
+
+    def _text(self, number):
+        raw = self.lines.get(number)
+        if raw is None:
+            return None
+        text = raw.decode("utf-8", "replace")
+        return text[:-1] if text.endswith("\r") else text
 
     def flush(self):
-        if self.current is not None and self.candidates:
-            hits = file_hits(self.matcher, self.lines.get, self.candidates, self.context)
-            if hits:
-                self.results.append((os.fsdecode(self.current), hits))
+        if self.current is None or not self.candidates:
+            return
+        if self.context:
+            hits = file_hits(self.matcher, self._text, self.candidates, self.context)
+        else:
+            # Without context every line rg printed is a candidate: decoded at once, not line by line
+            # (the same text: a newline never belongs to a UTF-8 sequence).
+            text = b"\n".join([self.lines[n] for n in self.candidates]).decode("utf-8", "replace")
+            if "\r" in text:
+                text = text.replace("\r\n", "\n")
+                text = text[:-1] if text.endswith("\r") else text
+            hits = text_hits(self.matcher, self.candidates, text)
+        if hits:
+            self.results.append((os.fsdecode(self.current), hits))
 
 
-def _walk_beside_rg(roots, file_filter, max_filesize, stats):
-    """What rg skips without saying so, counted as the Python backend counts it, while rg runs.
+def _walk_beside_rg(roots, file_filter, max_filesize, stats, files_wanted):
+    """What rg skips without saying so, counted as the Python backend counts it: steps run while rg runs.
 
     Loops, unreadable directories and dangling links come from the walk of the directories, which
     also tells rg_unreadable_files which paths to keep; without a size limit that is all. With one,
     the walk counts the files it wants, with no stat: _large_files_after_rg compares that count
     with rg's. rg searches a file named on its command line whatever its size, so with a file among
-    the roots the counts cannot tell: then each file is stat'ed here. Returns the count, or None
-    where nothing is left to do after rg.
+    the roots the counts cannot tell: then each file is stat'ed here. Appends the count to
+    files_wanted, or None where nothing is left to do after rg.
     """
-    if not max_filesize:
-        walk_dirs(roots, file_filter, stats)
-        return None
-    if any(os.path.isfile(root) for root in roots):
+    if max_filesize and any(os.path.isfile(root) for root in roots):
         for _item in sized_files(roots, file_filter, max_filesize, stats):
-            pass
-        return None
-    return sum(1 for _item in walk_files(roots, file_filter, stats))
+            yield None
+        files_wanted.append(None)
+    elif max_filesize:
+        yield from walk_steps(roots, file_filter, stats, files_wanted)
+    else:
+        yield from walk_steps(roots, file_filter, stats)
+        files_wanted.append(None)
 
 
 def _large_files_after_rg(roots, file_filter, max_filesize, files_wanted, stats):
@@ -169,27 +188,15 @@ def _large_files_after_rg(roots, file_filter, max_filesize, files_wanted, stats)
 def ripgrep_search(rg, roots, matcher, file_filter, context, max_filesize, stats, timeout=600):
     """ripgrep backend: [(path, hits)] for files with hits.
 
-    Beside rg, in a thread, _walk_beside_rg walks the tree as the Python backend does.
+    While rg runs, _walk_beside_rg walks the tree as the Python backend does, in steps between the
+    reads of rg's output: one thread, so neither waits for the other's turn at the interpreter lock
+    while rg waits on a full pipe.
     """
-    walk_errors = []
     files_wanted = []
-
-    def walk():
-        try:
-            files_wanted.append(_walk_beside_rg(roots, file_filter, max_filesize, stats))
-        except Exception as exc:  # re-raised below, in the caller's thread
-            walk_errors.append(exc)
-
-    walker = threading.Thread(target=walk)
-    walker.start()
     output = _OutputReader(matcher, context, stats)
-    try:
-        run = run_argv(rg_argv(rg, roots, matcher, file_filter, context, max_filesize), timeout,
-                       on_stdout_line=output.line)
-    finally:
-        walker.join()
-    if walk_errors:
-        raise walk_errors[0]
+    run = run_argv(rg_argv(rg, roots, matcher, file_filter, context, max_filesize), timeout,
+                   on_stdout_lines=output.block,
+                   meanwhile=_walk_beside_rg(roots, file_filter, max_filesize, stats, files_wanted))
     if run.error:
         raise SearchError("cannot run ripgrep: %s" % run.error)
     if run.timed_out:

@@ -81,7 +81,8 @@ def walk_files(roots, file_filter, stats):
     count as loops_skipped). Only directories are remembered, never every file, so memory does not
     grow with the tree; a file reached through a symlinked *file* as well is collapsed in `search`.
     """
-    return _walk(roots, file_filter, stats, True)
+    for files in _walk(roots, file_filter, stats, True):
+        yield from files
 
 
 def walk_dirs(roots, file_filter, stats):
@@ -89,22 +90,35 @@ def walk_dirs(roots, file_filter, stats):
 
     What the ripgrep backend needs beside rg, at a fraction of the cost (no glob match per file).
     """
-    for _item in _walk(roots, file_filter, stats, False):
+    for _step in walk_steps(roots, file_filter, stats):
         pass
 
 
+def walk_steps(roots, file_filter, stats, counted=None):
+    """walk_dirs one directory per step (a None each), to be run between other work.
+
+    With counted (a list), the walk also counts the files walk_files would yield, without a
+    generator step per file, and appends the number to counted once it is done.
+    """
+    total = 0
+    for files in _walk(roots, file_filter, stats, counted is not None):
+        total += len(files)
+        yield None
+    if counted is not None:
+        counted.append(total)
+
+
 def _walk(roots, file_filter, stats, want_files):
-    wants_file, needs_rel = file_filter.wants_file, file_filter.needs_rel
+    """One list per directory entered (or file root): its wanted files, where want_files, else empty."""
     seen_dirs = set()
     seen_files = set()  # root arguments that are files
-
     for root in roots:
         root = os.path.abspath(root)
         if os.path.isfile(root):
             real = os.path.realpath(root)
             if want_files and real not in seen_files:
                 seen_files.add(real)
-                yield root
+                yield [root]
             continue
         stack = [(root, "")]
         while stack:
@@ -124,29 +138,38 @@ def _walk(roots, file_filter, stats, want_files):
             except OSError as exc:
                 stats.note_os_error(directory, exc)
                 continue
-            subdirs = []
-            for entry in entries:
-                try:
-                    is_dir = entry.is_dir()  # follows symlinks
-                    is_file = not is_dir and entry.is_file()
-                except OSError as exc:
-                    stats.note_os_error(entry.path, exc)
-                    continue
-                if is_dir:
-                    rel = rel_dir + "/" + entry.name if rel_dir else entry.name
-                    if file_filter.wants_dir(rel, entry.name):
-                        subdirs.append((entry.name, entry.path, rel))
-                elif is_file:
-                    if want_files:
-                        rel = (rel_dir + "/" + entry.name if rel_dir else entry.name) if needs_rel else None
-                        if wants_file(rel, entry.name):
-                            yield entry.path
-                elif entry.is_symlink() and not os.path.exists(entry.path):
-                    stats.note_os_error(entry.path, OSError(2, "dangling symlink"))
+            files = []
+            subdirs = _scan(entries, rel_dir, file_filter, stats, files if want_files else None)
             # Subdirectories in name order: which of two paths to one directory is entered does not
             # depend on the file system's order. The order of the files does not matter.
             subdirs.sort(reverse=True)
             stack.extend((path, rel) for _name, path, rel in subdirs)
+            yield files
+
+
+def _scan(entries, rel_dir, file_filter, stats, files):
+    """The subdirectories to enter, as (name, path, rel); wanted files appended to files (unless None)."""
+    wants_file, needs_rel = file_filter.wants_file, file_filter.needs_rel
+    subdirs = []
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
+            is_file = not is_dir and entry.is_file()
+        except OSError as exc:
+            stats.note_os_error(entry.path, exc)
+            continue
+        if is_dir:
+            rel = rel_dir + "/" + entry.name if rel_dir else entry.name
+            if file_filter.wants_dir(rel, entry.name):
+                subdirs.append((entry.name, entry.path, rel))
+        elif is_file:
+            if files is not None:
+                rel = (rel_dir + "/" + entry.name if rel_dir else entry.name) if needs_rel else None
+                if wants_file(rel, entry.name):
+                    files.append(entry.path)
+        elif entry.is_symlink() and not os.path.exists(entry.path):
+            stats.note_os_error(entry.path, OSError(2, "dangling symlink"))
+    return subdirs
 
 
 def sized_files(roots, file_filter, max_filesize, stats):

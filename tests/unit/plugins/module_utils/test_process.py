@@ -99,3 +99,43 @@ def test_a_failing_line_callback_kills_the_command():
         run_argv([PY, "-c", "import time; print('first', flush=True); time.sleep(60)"], timeout=30,
                  on_stdout_line=on_line)
     assert time.monotonic() - started < 10
+
+
+def test_stdout_lines_in_blocks_are_the_same_lines():
+    blocks = []
+    code = "import sys; sys.stdout.write('a\\n\\nb' + 'c' * 200000 + '\\n' + 'x\\n' * 5000 + 'last')"
+    run = run_argv([PY, "-c", code], timeout=30, on_stdout_lines=blocks.append)
+    assert run.ok and run.stdout_bytes == b""
+    assert all(block.endswith(b"\n") for block in blocks)
+    assert b"".join(blocks).split(b"\n")[:-1] == [b"a", b"", b"b" + b"c" * 200000] + [b"x"] * 5000 + [b"last"]
+
+
+def test_meanwhile_steps_run_while_the_command_runs():
+    """Steps between reads of the output: the lines still arrive as printed, the steps run in between."""
+    events = []
+
+    def steps():
+        for n in range(2000):  # until the second line came, at most 10 s
+            if ("line", b"second") in events:
+                return
+            events.append(("step", n))
+            time.sleep(0.005)
+            yield
+
+    code = "import time; print('first', flush=True); time.sleep(0.3); print('second', flush=True)"
+    run = run_argv([PY, "-c", code], timeout=30, on_stdout_line=lambda line: events.append(("line", line)),
+                   meanwhile=steps())
+    assert run.ok and [e for e in events if e[0] == "line"] == [("line", b"first"), ("line", b"second")]
+    between = events[events.index(("line", b"first")):events.index(("line", b"second"))]
+    assert len(between) > 10  # steps of 5 ms ran while the command slept for 300 ms
+
+
+def test_a_failing_step_kills_the_command():
+    def steps():
+        yield
+        raise ValueError("bad step")
+
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="bad step"):
+        run_argv([PY, "-c", "import time; time.sleep(60)"], timeout=30, meanwhile=steps())
+    assert time.monotonic() - started < 10

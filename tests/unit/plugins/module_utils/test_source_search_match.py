@@ -5,7 +5,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import pytest
-from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import LineMatcher, SearchError
+from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import (
+    LineMatcher,
+    SearchError,
+    file_hits,
+    text_hits,
+)
 
 
 def hits(line, term="DFLASH", match="identifier", case_sensitive=False):
@@ -56,3 +61,33 @@ def test_bad_input():
         LineMatcher([], [])
     with pytest.raises(SearchError, match="empty term"):
         LineMatcher([""], [])
+
+
+LINES = [
+    "algo = 'DFLASH'  # DFLASH_DFLASH",
+    "",
+    "def is_dflash_family(self): return speculative_dflash_block",
+    "é = 'DFLASH'  # ünïcode",
+    "cflags = ['-DFLASHINFER_ENABLE_F16'] DFlashWorker",
+    "nothing here",
+    "DFLASH",
+]
+
+
+@pytest.mark.parametrize("match", ["identifier", "word", "substring"])
+@pytest.mark.parametrize("case_sensitive", [False, True])
+@pytest.mark.parametrize("lines", [LINES, [line for line in LINES if line.isascii()], LINES[:1]])
+def test_hits_in_lines_are_the_hits_of_each_line(match, case_sensitive, lines):
+    """The one pass over the joined lines (ASCII) and the line-by-line way (else) find what hits() finds."""
+    matcher = LineMatcher(["DFLASH", "dflash", "speculative_dflash", "DFLASH_DFLASH"], [], match, case_sensitive)
+    expected = {k: matcher.hits(line) for k, line in enumerate(lines) if matcher.hits(line)}
+    assert matcher.hits_in_lines(lines) == expected
+    numbers = [10 * (k + 1) for k in range(len(lines))]
+    by_number = dict(zip(numbers, lines))
+    assert text_hits(matcher, numbers, "\n".join(lines)) == file_hits(matcher, by_number.get, numbers, 0)
+
+
+def test_hits_in_lines_with_patterns_go_line_by_line():
+    matcher = LineMatcher(["DFLASH"], [r"is_\w+_family"], "identifier")
+    assert matcher.hits_in_lines(LINES) == {k: matcher.hits(line) for k, line in enumerate(LINES)
+                                            if matcher.hits(line)}

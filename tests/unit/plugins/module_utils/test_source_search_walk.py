@@ -11,6 +11,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk
     Stats,
     walk_dirs,
     walk_files,
+    walk_steps,
 )
 
 
@@ -53,3 +54,16 @@ def test_the_directory_walk_counts_as_the_file_walk(messy_tree):
         by_files.loops_skipped, by_files.unreadable, by_files.dirs_entered)
     # The alias sorts before pkg/, so the directory is entered by its alias path.
     assert str(messy_tree / "alias") in by_dirs.dirs_entered and by_dirs.loops_skipped == 2
+
+
+def test_the_walk_in_steps_counts_the_files_of_the_file_walk(messy_tree):
+    """One step per directory; the count is that of walk_files, the counters those of walk_dirs."""
+    os.symlink(messy_tree / "pkg" / "speculative", messy_tree / "alias")
+    for file_filter in (FileFilter(["*.py"], []), FileFilter(["*.py"], ["tests"]), FileFilter(["pkg/*.py"], [])):
+        by_files, by_steps, counted = Stats(), Stats(), []
+        files = list(walk_files([str(messy_tree)], file_filter, by_files))
+        steps = list(walk_steps([str(messy_tree)], file_filter, by_steps, counted))
+        assert counted == [len(files)] and set(steps) == {None}
+        assert len(steps) == len(by_steps.dirs_entered)
+        assert (by_steps.loops_skipped, by_steps.unreadable, by_steps.dirs_entered) == (
+            by_files.loops_skipped, by_files.unreadable, by_files.dirs_entered)

@@ -37,3 +37,20 @@ def test_a_drafter_directory_that_is_not_there_is_refused_unless_a_source_fetche
     fetched = {"draft_model": {"path": "/d/config.json", "dir_exists": True, "config": DRAFTER}}
     assert host_drafter_problems(fetched, {"draft_model_path": "/d", "drafter": source, "block_size": 8}) == [
         "/d/config.json: the drafter was trained with block_size 16 but 8 was requested"]
+
+
+def test_a_refusal_names_no_config_json_it_did_not_read():
+    """No drafter path: the settings name the variable, nothing here; facts without a reading say so, naming no file."""
+    assert host_drafter_problems({}, {"draft_model_path": None}) == []
+    assert host_drafter_problems({}, {"draft_model_path": ""}) == []
+    # Facts that failed are their own reason.
+    assert host_drafter_problems({"failed": True, "msg": "boom"}, {"draft_model_path": "/d"}) == []
+    for facts in ({}, {"draft_model": {"path": "/d/config.json", "dir_exists": True}}):
+        problems = host_drafter_problems(facts, {"draft_model_path": "/d"})
+        assert problems == ["the drafter in /d was not checked: the facts of this host hold no reading of its "
+                            "config.json (sglang_dflash_draft_model_path)"]
+        assert "config.json:" not in problems[0] and "not a JSON object" not in problems[0]
+    # A config.json read and not an object is named by the path that was read.
+    read = {"draft_model": {"path": "/d/config.json", "dir_exists": True, "config": [1]}}
+    assert host_drafter_problems(read, {"draft_model_path": "/d"}) == [
+        "/d/config.json: config.json is not a JSON object"]

@@ -245,3 +245,17 @@ def test_where_the_gateways_know_the_host():
 def test_traffic_settings_are_checked_before_any_change(settings, message):
     plan = deployment_plan(facts_for(NEXTN), dict(SETTINGS, **settings))
     assert any(message in e for e in plan["errors"]), plan["errors"]
+
+
+def test_no_drafter_path_is_refused_once_by_its_variable():
+    """Issue #41: no drafter path set gave a second reason about `?/config.json`, a file nobody read."""
+    from ansible_collections.gpufleet.sglang.plugins.plugin_utils._messages import refusal_message
+
+    facts = facts_for(NEXTN)
+    del facts["draft_model"]  # sglang_facts reads no drafter without a path
+    plan = deployment_plan(facts, dict(SETTINGS, draft_model_path=None))
+    assert plan["errors"] == ["sglang_dflash_draft_model_path is required (the drafter directory on the host), or "
+                              "sglang_dflash_drafter (where it comes from)"]
+    message = refusal_message(plan, facts, "box-a", "DFLASH")
+    assert "config.json" not in message and "?/" not in message
+    assert message.endswith("or sglang_dflash_drafter (where it comes from). Nothing was changed on this host.")
