@@ -154,8 +154,9 @@ def drafter_state(settings, draft_model):
     copy = draft_model.get("store_copy") if path else None
     present = bool(path) and bool(draft_model.get("dir_exists"))
     if not source:
-        return {"source": "path", "path": path, "present": present, "verified": None,
-                "summary": "%s (on the host%s)" % (path, "" if present else ": missing")}
+        summary = "%s (on the host%s)" % (path, "" if present else ": missing") if path else \
+            "none set (sglang_dflash_draft_model_path or sglang_dflash_drafter)"
+        return {"source": "path", "path": path, "present": present, "verified": None, "summary": summary}
     if source.get("repo"):
         state = {"source": "hub", "repo": source["repo"], "revision": source.get("revision"), "path": path}
         what = "hub %s@%s" % (source["repo"], source.get("revision"))

@@ -96,6 +96,9 @@ def test_the_reports_drafter_of_a_plain_path_and_of_a_controller_directory():
     plain = dd.drafter_state({"draft_model_path": "/models/d"}, {"dir_exists": True})
     assert plain == {"source": "path", "path": "/models/d", "present": True, "verified": None,
                      "summary": "/models/d (on the host)"}
+    # No drafter set at all: said so, not "None (on the host: missing)".
+    assert dd.drafter_state({"draft_model_path": None}, None)["summary"] == (
+        "none set (sglang_dflash_draft_model_path or sglang_dflash_drafter)")
     pushed = dd.drafter_state({"drafter": {"src": "/srv/d"}, "draft_model_path": None}, None)
     assert pushed["source"] == "controller" and pushed["present"] is False
     assert pushed["summary"] == "controller /srv/d: resolved when a deployment fetches it"
