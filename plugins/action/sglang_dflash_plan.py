@@ -28,7 +28,8 @@ ARGUMENT_SPEC = {
     "settings": {"type": "dict", "required": True},
     "mode": {"type": "str", "default": "deploy",
              "choices": ["deploy", "survey", "report", "verify", "drafters", "rollback"]},
-    # Seconds of traffic the day-two check reads (verify: the settings' verify_window by default; report: none, 0).
+    # Seconds of traffic the day-two check reads (verify: the settings' verify_window by default; report: none read
+    # without it, one probe request per switched service with 0).
     "verify_window": {"type": "float"},
     # verify: the first verification of this run, whose services the revert or restart since then acted on.
     "previous": {"type": "dict"},
@@ -81,7 +82,7 @@ class ActionModule(ActionBase):
             return result
         if mode == "report":
             result["fleet_rows"] = _host_plan.report_rows(host, facts, settings)
-            if args["verify_window"]:
+            if args["verify_window"] is not None:
                 _host_plan.with_speculation(result["fleet_rows"], self._speculation(
                     host, facts, settings, args["verify_window"], task_vars))
             rows = {"host": host, "fleet_rows": result["fleet_rows"]}
