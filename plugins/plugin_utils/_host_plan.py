@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils import (
     _experiment,
     _messages,
     _resume,
+    _rollout,
     _speculation,
     _steps,
 )
@@ -294,7 +295,8 @@ def metrics_target(host, settings, services):
 
 def survey(host, decided, settings, check_mode=False):
     """What the rollout needs of a host before its first batch (playbooks/deploy_dflash.yml reads every host at once):
-    whether it has anything to do (a host with nothing skips its batch: one module run, no more), what it is (GPU model,
+    whether it has anything to do (a host with nothing is done: it takes no batch, one module run and no more), what it
+    is (GPU model,
     release, tensor parallelism: an experiment compares like with like), where its metrics are read, and for a host
     with nothing to do, each service's result as a deployment reports it."""
     services = decided["services"]
@@ -308,7 +310,9 @@ def survey(host, decided, settings, check_mode=False):
                        "tp": _tp_size(first)},
               "interrupted": [p["interrupted"]["line"] for p in services if p.get("interrupted")]}
     if decided["nothing_to_do"]:
+        # Done already: deploy_dflash.yml leaves the host out of the rollout's batches.
         result["services"] = [host_result(p, p.get("facts"), host, {"check_mode": check_mode}) for p in services]
+        result["state"] = _rollout.DONE
     return result
 
 

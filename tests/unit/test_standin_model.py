@@ -261,3 +261,13 @@ def test_meta_info_figures_agree_with_the_drawn_steps():
 def test_release_numbers():
     assert standin.release_tuple("0.5.23") == (0, 5, 23) and standin.release_tuple("0.5.6") < (0, 5, 11)
     assert standin.release_tuple("0.9.0.dev0+ddtree") == (0, 9, 0) and standin.release_tuple("0.5.6rc1") == (0, 5, 6)
+
+
+def test_the_model_directory_can_ask_for_the_parser_from_the_source(tmp_path):
+    assert standin.wants_source_parser(["--model-path", str(tmp_path), "--port", "1"]) is False
+    (tmp_path / "GPUFLEET_STANDIN_PARSER").write_text("source\n")
+    assert standin.wants_source_parser(["--port", "1", "--model-path", str(tmp_path)]) is True
+    assert standin.wants_source_parser(["--model-path=%s" % tmp_path]) is True
+    (tmp_path / "GPUFLEET_STANDIN_PARSER").write_text("sglang\n")
+    assert standin.wants_source_parser(["--model-path", str(tmp_path)]) is False
+    assert standin.wants_source_parser(["--model-path"]) is False
