@@ -1,6 +1,8 @@
-"""Benchmark playbooks/gather_facts.yml on N SSH hosts against `ansible -m ansible.builtin.setup`, and a rolling deploy.
+"""Benchmark playbooks/gather_facts.yml and a deploy with nothing to do on N SSH hosts against `ansible -m
+ansible.builtin.setup`, and a rolling deploy.
 
-    .venv/bin/python tests/bench/fleet_bench.py [--hosts 8 16 32] [--forks 16] [--method auto] [--rolling 32] [--keep]
+    .venv/bin/python tests/bench/fleet_bench.py [--hosts 8 16 32] [--forks 16] [--method auto] [--no-noop]
+                                                [--rolling 32] [--keep]
 
 Lab nodes (tests/containers/build-node-image.sh) are started as podman containers, each with its SSH
 port published on 127.0.0.1 only, and provisioned over SSH without starting their services (facts
@@ -13,6 +15,16 @@ removed (cold), then again (warm). One line per N, the largest last:
 
 S, C, W: wall seconds; R3, R4: the CPU seconds each spent (the controller's processes and the nodes' containers,
 from their cgroups) over setup's, which other jobs on a shared machine disturb far less than the wall time.
+Then, for each N (unless --no-noop), after every gather: the nodes' services started (the stand-in builds SGLang's
+parser from the release's source there, about 40 MB a server, so that a hundred fit one machine), switched once by
+playbooks/deploy_dflash.yml (serial 100%, no speed probe), and in each round `ansible -m setup` beside the same
+deploy again, which has nothing to do (it must report changed=0, or the bench stops):
+
+    noop hosts=N setup=S noop_deploy=D noop_deploy/setup=R cpu_noop_deploy/setup=R2
+
+and the last line, the largest N's ratios side by side:
+
+    fleet hosts=N warm/setup=X cold/setup=Y noop_deploy/setup=Z
 With --rolling M: the services of the first M nodes are started, and playbooks/deploy_dflash.yml switches them in
 batches of --serial (25%), the wall time and each batch's time printed:
 
@@ -45,6 +57,8 @@ PREFIX = "gpufleet-bench-"
 # Measured on the lab (cgroup memory of 32 idle nodes: 28 MiB each; a module run adds its Python and the
 # service's interpreter probe on the forks' nodes; a started node runs the stand-in server and a training job).
 IDLE_NODE_MIB, SERVING_NODE_MIB, FORK_MIB, CONTROLLER_MIB = 40, 400, 120, 1500
+# A node serving the stand-in with the parser built from the source (gpufleet_lab_standin_parser: source).
+LIGHT_SERVING_NODE_MIB = 110
 
 
 def available_mib():
@@ -52,19 +66,20 @@ def available_mib():
         return int(re.search(r"MemAvailable:\s+(\d+)", handle.read()).group(1)) // 1024
 
 
-def room_for(count, serving, forks, existing):
+def room_for(count, serving, forks, existing, light=0):
     """(fits, message): whether `count` nodes (`serving` of them with their services started) fit this machine's
     memory and ports, with the largest count that would fit when they do not. What cannot be told beforehand (a
     kernel limit such as inotify instances on another machine) shows when the nodes start: main() names the nodes
     that did not come up."""
     new = max(0, count - existing)
     per_node = IDLE_NODE_MIB
-    need = per_node * new + (SERVING_NODE_MIB - IDLE_NODE_MIB) * serving + FORK_MIB * forks + CONTROLLER_MIB
+    need = per_node * new + (SERVING_NODE_MIB - IDLE_NODE_MIB) * serving + FORK_MIB * forks + CONTROLLER_MIB \
+        + (LIGHT_SERVING_NODE_MIB - IDLE_NODE_MIB) * light
     have = available_mib()
     problems = []
     if need > have:
         spare = have - FORK_MIB * forks - CONTROLLER_MIB - (SERVING_NODE_MIB - IDLE_NODE_MIB) * serving
-        most = existing + max(0, spare // per_node)
+        most = existing + max(0, spare // (per_node + (LIGHT_SERVING_NODE_MIB - IDLE_NODE_MIB) * bool(light)))
         problems.append("memory: %d nodes need about %d MiB (%d MiB per node, %d per started node, %d per fork, %d for "
                         "the controller) and %d MiB are available: at most about %d nodes fit"
                         % (count, need, per_node, SERVING_NODE_MIB, FORK_MIB, CONTROLLER_MIB, have, most))
@@ -163,6 +178,26 @@ def rolling(inv, env, forks, serial):
     return wall, [b - a for a, b in zip(marks, marks[1:] + [end])]
 
 
+def noop_rounds(inv, env, forks, meter, repeat):
+    """Each round `ansible -m setup` and deploy_dflash.yml with nothing to do (it must change nothing), side by side:
+    [(setup wall, setup CPU)], [(deploy wall, deploy CPU)]."""
+    setup = ["ansible", "-i", inv, "all", "-f", forks, "-m", "ansible.builtin.setup"]
+    deploy = ["ansible-playbook", "-i", inv, "-f", forks, REPO / "playbooks" / "deploy_dflash.yml"]
+    base, noop = [], []
+    for _round in range(repeat):
+        base.append(timed(setup, env, meter))
+        nodes0, ctl0 = meter.nodes(), meter.controller()
+        start = time.perf_counter()
+        proc = sh(deploy, env=env, check=False)
+        elapsed = time.perf_counter() - start
+        nodes1 = meter.nodes()
+        changed = [int(n) for n in re.findall(r"^\S+\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.M)]
+        if proc.returncode != 0 or not changed or any(changed):
+            sys.exit("the deploy with nothing to do failed or changed something:\n%s" % proc.stdout[-4000:])
+        noop.append((elapsed, meter.controller() - ctl0 + (nodes1 - nodes0) if nodes0 is not None else None))
+    return base, noop
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hosts", type=int, nargs="*", default=[8, 16, 32])
@@ -172,13 +207,16 @@ def main():
     parser.add_argument("--rolling", type=int, default=0, metavar="M",
                         help="also switch the first M nodes with deploy_dflash.yml in batches of --serial")
     parser.add_argument("--serial", default="25%")
+    parser.add_argument("--no-noop", dest="noop", action="store_false",
+                        help="leave out the deploy with nothing to do")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     args = parser.parse_args()
     count = max(args.hosts + [args.rolling])
     env = dict(os.environ, CONTAINERS_CONF=str(REPO / "tests" / "containers" / "containers.conf"))
     existing = len([n for n in sh(["podman", "ps", "--format", "{{.Names}}"], env=env, check=False).stdout.split()
                     if n.startswith(PREFIX) and n[len(PREFIX):].isdigit() and int(n[len(PREFIX):]) < count])
-    fits, why = room_for(count, args.rolling, args.forks, existing)
+    light = max(args.hosts) if args.noop and args.hosts else 0
+    fits, why = room_for(count, args.rolling, args.forks, existing, light)
     if not fits:
         sys.exit("%d lab nodes do not fit this machine: %s" % (count, why))
     env, keys = lab_environment()
@@ -220,8 +258,33 @@ def main():
             if meter.complete:
                 cs, cc, cw = (statistics.median(x[1] for x in runs) for runs in (base, cold, warm))
                 line += " cpu_cold/setup=%.2f cpu_warm/setup=%.2f" % (cc / cs, cw / cs)
-            lines.append(line)
+            lines.append((hosts, c / s, w / s))
             print(line, flush=True)
+        # After every gather (a switched service would add its probe request to the report): the same N hosts
+        # serving and switched, smallest N first (the larger sets start only their new nodes' services).
+        noop_ratio = None
+        for hosts in sorted(args.hosts) if args.noop else []:
+            inv = work / ("noop-%d.json" % hosts)
+            inventory(inv, names[:hosts], keys, args.method, {
+                "gpufleet_lab_start_services": True, "gpufleet_lab_standin_parser": "source",
+                "sglang_dflash_speed_probe": False})
+            sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
+               env=env)
+            sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "playbooks" / "deploy_dflash.yml", "-e",
+                json.dumps({"sglang_dflash_serial": "100%"})], env=env)
+            meter = CpuMeter(names[:hosts], env)
+            base, noop = noop_rounds(inv, env, args.forks, meter, args.repeat)
+            s, d = statistics.median(x[0] for x in base), statistics.median(x[0] for x in noop)
+            noop_ratio = d / s
+            line = "noop hosts=%d setup=%.1f noop_deploy=%.1f noop_deploy/setup=%.2f" % (hosts, s, d, noop_ratio)
+            if meter.complete:
+                line += " cpu_noop_deploy/setup=%.2f" % (statistics.median(x[1] for x in noop)
+                                                         / statistics.median(x[1] for x in base))
+            print(line, flush=True)
+        if args.hosts:
+            hosts, cold_ratio, warm_ratio = lines[-1]
+            print("fleet hosts=%d warm/setup=%.2f cold/setup=%.2f noop_deploy/setup=%s" % (
+                hosts, warm_ratio, cold_ratio, "%.2f" % noop_ratio if noop_ratio is not None else "n/a"), flush=True)
         if args.rolling:
             inv = work / "rolling.json"
             inventory(inv, names[:args.rolling], keys, args.method,
