@@ -24,6 +24,9 @@ QUERIES = {
     "running_mean": 'sum by (instance) (avg_over_time(sglang:num_running_reqs{sel}[{w}]))',
     "requests": 'sum by (instance) (increase(sglang:e2e_request_latency_seconds_count{sel}[{w}]))',
     "aborted": 'sum by (instance) (increase(sglang:num_aborted_requests_total{sel}[{w}]))',
+    # decode_per_request's parts: the seconds and the tokens of the decoding steps (metrics_window.decode_per_request).
+    "itl_sum": 'sum by (instance) (increase(sglang:inter_token_latency_seconds_sum{sel}[{w}]))',
+    "itl_count": 'sum by (instance) (increase(sglang:inter_token_latency_seconds_count{sel}[{w}]))',
     "itl_p50_s": 'histogram_quantile(0.5, sum by (instance, le) '
                  '(rate(sglang:inter_token_latency_seconds_bucket{sel}[{w}])))',
     "itl_p99_s": 'histogram_quantile(0.99, sum by (instance, le) '
@@ -89,8 +92,9 @@ def window_figures(base_url, instances, window_s, at=None, get=http_get):
         done = (entry.get("requests") or 0) + (entry.get("aborted") or 0)
         entry["abort_ratio"] = round(entry["aborted"] / float(done), 4) if done and entry.get("aborted") is not None \
             else None
-        tokens, running = entry.get("tokens_per_s"), entry.get("running_mean")
-        entry["tokens_per_s_per_request"] = round(tokens / running, 2) if tokens is not None and running else None
+        entry["tokens_per_s_per_request"] = metrics_window.decode_per_request(
+            (entry.pop("itl_sum", None), entry.pop("itl_count", None)), entry.get("tokens_per_s"),
+            entry.get("running_mean"))
     return figures, None
 
 

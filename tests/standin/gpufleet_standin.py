@@ -111,7 +111,8 @@ num_queue_reqs, gen_throughput, spec_accept_length and spec_accept_rate (specula
 seconds' steps); the counters sglang:generation_tokens_total and prompt_tokens_total (by is_streaming),
 spec_verify_calls_total and num_aborted_requests_total (a request cut before its end); the histograms
 sglang:time_to_first_token_seconds, e2e_request_latency_seconds (by is_streaming) and
-inter_token_latency_seconds (one observation per step: its time / its tokens), with the release's buckets.
+inter_token_latency_seconds (as 0.5.23's observe_inter_token_latency: a step's tokens each counted at its time / its
+tokens, its time added to the sum), with the release's buckets.
 
 Shutdown as 0.5.23 does it (tokenizer_manager.py sigterm_watchdog, read from the wheel):
 - the server runs a "scheduler" child process that installs no SIGTERM handler and dies with its parent
@@ -578,19 +579,22 @@ class Metrics(object):
         key = (name, labels)
         self.counters[key] = self.counters.get(key, 0.0) + amount
 
-    def _observe(self, name, labels, buckets, value):
+    def _observe(self, name, labels, buckets, value, times=1, total=None):
+        """One observation of value (times of them at once, their sum total, as 0.5.23 observes a step's tokens)."""
         entry = self.histograms.setdefault((name, labels), {"buckets": buckets, "counts": [0] * len(buckets),
                                                             "sum": 0.0, "count": 0})
         for i, le in enumerate(buckets):
             if value <= le:
-                entry["counts"][i] += 1
-        entry["sum"] += value
-        entry["count"] += 1
+                entry["counts"][i] += times
+        entry["sum"] += value * times if total is None else total
+        entry["count"] += times
 
     def step(self, seconds, tokens, speculative):
         now = time.monotonic()
         with self.lock:
-            self._observe("sglang:inter_token_latency_seconds", (), ITL_BUCKETS, seconds / tokens)
+            # As 0.5.23's observe_inter_token_latency: each of the step's tokens at its time / its tokens, the sum
+            # the step's time (so sum / count is the seconds per token).
+            self._observe("sglang:inter_token_latency_seconds", (), ITL_BUCKETS, seconds / tokens, tokens, seconds)
             self._forget(now)
             self.recent.append((now, tokens))
             self.recent_tokens += tokens

@@ -76,7 +76,7 @@ def test_prometheus_answers_after_the_window():
     assert result["source"] == "prometheus" and clock.now == 1060.0
     assert result["figures"]["n1"]["requests"] == 4 and result["figures"]["n1"]["tokens_per_s_per_request"] == 1.0
     # The readiness query, one per figure over the window, then one per figure of each of its 4 intervals of 15 s.
-    assert len(queries) == 1 + 8 + 4 * 8
+    assert len(queries) == 1 + 10 + 4 * 10
     assert len(result["samples"]["n1"]) == 4
 
 

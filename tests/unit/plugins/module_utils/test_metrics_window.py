@@ -60,3 +60,19 @@ def test_one_scrape_or_no_metric_gives_none():
     figures = window_figures([dict(empty, at=1.0), dict(empty, at=2.0)])
     assert figures["seconds"] == 1.0 and figures["tokens_per_s"] is None and figures["requests"] is None
     assert figures["accept_length"] is None and figures["itl_p99_s"] is None
+
+
+def test_decode_per_request_is_the_inverse_of_the_mean_inter_token_latency():
+    from ansible_collections.gpufleet.sglang.plugins.module_utils.metrics_window import decode_per_request
+
+    first = snap(100.0, 1000.0, 2.0, [(0.01, 0.0), (INF, 0.0)], 0.0)
+    last = snap(102.0, 1400.0, 2.0, [(0.01, 200.0), (INF, 200.0)], 1.0)
+    # 200 tokens decoded in 2.5 s of steps (SGLang adds a step's time to the sum and counts its tokens): 80 tokens/s
+    # a request, whatever the tokens counter says (one request of 400 tokens ended in these 2 s: 100 tokens/s a
+    # request by the counter).
+    last["histograms"]["sglang:inter_token_latency_seconds"]["sum"] = 2.5
+    assert window_figures([first, last])["tokens_per_s_per_request"] == 80.0
+    # Without the histogram (or no step in the window): the tokens counter over the requests running.
+    assert decode_per_request((None, None), 50.0, 2.0) == 25.0
+    assert decode_per_request((0.0, 0.0), 50.0, 2.0) == 25.0
+    assert decode_per_request((0.0, 0.0), None, 2.0) is None and decode_per_request((1.0, 10.0), None, None) == 10.0

@@ -63,3 +63,8 @@ def test_window_figures_per_instance():
     assert one["tokens_per_s_per_request"] == 25.0 and one["requests"] == 40 and one["abort_ratio"] == 0.0
     assert one["itl_p99_s"] is None and one["seconds"] == 30.0
     assert two["tokens_per_s_per_request"] is None and two["requests"] is None and two["abort_ratio"] is None
+    # With the inter-token latency's sum and count: the inverse of the mean latency (the steps' seconds per token).
+    values.update(itl_sum={"10.0.0.1:30000": 6.0}, itl_count={"10.0.0.1:30000": 480.0})
+    figures, _problem = window_figures("http://prom:9090", INSTANCES, 30, get=get)
+    assert figures["10.0.0.1:30000"]["tokens_per_s_per_request"] == 80.0
+    assert "itl_sum" not in figures["10.0.0.1:30000"]
