@@ -22,9 +22,7 @@ speed-up as the probe measured it alone and at load. Not a test: nothing is asse
 import argparse
 import json
 import re
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,25 +30,11 @@ sys.path.insert(0, str(REPO / "tests" / "traffic"))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from lab import under_load  # noqa: E402
-from lab_nodes import STANDIN_VARS, lab_environment, sh, start_nodes, write_inventory  # noqa: E402
+from lab_nodes import GatewayLab, sh  # noqa: E402
 
 PREFIX = "gpufleet-canary-bench-"
-FIRST_SSH_PORT, FIRST_API_PORT, GATEWAY_PORT, PROMETHEUS_PORT = 22500, 31500, 30380, 30385
+PORTS = (22500, 31500, 30380, 30385)  # SSH, the servers, the gateway, Prometheus
 KEY = "bench-gateway-admin-key"
-
-
-def inventory(path, names, keys, window):
-    hosts = dict((name, {"ansible_port": FIRST_SSH_PORT + i,
-                         "sglang_dflash_gateway_worker_url": "http://127.0.0.1:%d" % (FIRST_API_PORT + i)})
-                 for i, name in enumerate(names))
-    write_inventory(path, hosts, keys, dict(
-        STANDIN_VARS, gpufleet_lab_old_host="0.0.0.0", gpufleet_lab_enable_metrics=True,
-        sglang_dflash_speed_probe_max_new_tokens=32,
-        sglang_dflash_gateway_urls=["http://127.0.0.1:%d" % GATEWAY_PORT],
-        sglang_dflash_gateway_token=KEY, sglang_dflash_drain_timeout=120,
-        sglang_dflash_canary_window=window, sglang_dflash_canary_interval=5,
-        sglang_dflash_prometheus_url="http://127.0.0.1:%d" % PROMETHEUS_PORT,
-        sglang_dflash_canary_gateway_metrics_url="http://127.0.0.1:%d/metrics" % (GATEWAY_PORT + 10)))
 
 
 def playbook(inv, env, name, extra):
@@ -81,22 +65,10 @@ def main():
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--keep", action="store_true", help="leave the containers, the gateway and Prometheus")
     args = parser.parse_args()
-    env, keys = lab_environment()
-    work = Path(tempfile.mkdtemp(prefix="canary-bench-"))
-    names = start_nodes(PREFIX, args.hosts, FIRST_SSH_PORT, keys, env, FIRST_API_PORT)
-    gateway = [REPO / "tests" / "traffic" / "lab-gateway.sh"]
-    prometheus = [REPO / "tests" / "traffic" / "lab-prometheus.sh"]
-    workers = ["127.0.0.1:%d" % (FIRST_API_PORT + i) for i in range(args.hosts)]
-    try:
-        inv = work / "hosts.json"
-        inventory(inv, names, keys, args.window)
-        sh(["ansible", "-i", inv, "all", "-f", "8", "-m", "ansible.builtin.wait_for_connection", "-a", "timeout=120"],
-           env=env)
-        sh(["ansible-playbook", "-i", inv, "-f", "8", REPO / "tests" / "containers" / "provision.yml"], env=env)
-        sh(gateway + ["start", work / "gateway", GATEWAY_PORT, KEY] + ["http://" + w for w in workers], env=env)
-        sh(prometheus + ["start", work / "prometheus", PROMETHEUS_PORT, "127.0.0.1:%d" % (GATEWAY_PORT + 10)]
-           + workers, env=env)
-        url = "http://127.0.0.1:%d" % GATEWAY_PORT
+    group_vars = {"sglang_dflash_speed_probe_max_new_tokens": 32, "sglang_dflash_canary_window": args.window,
+                  "sglang_dflash_canary_interval": 5}
+    with GatewayLab(PREFIX, args.hosts, PORTS, KEY, group_vars, args.keep) as lab:
+        inv, env, url = lab.inventory, lab.env, lab.url
         canary = {"sglang_dflash_canary": args.canary, "sglang_dflash_serial": args.hosts}
         good_run, good_counts, good_s = under_load(url, lambda: playbook(inv, env, "deploy_dflash.yml", canary),
                                                    clients=args.clients, long_tokens=400)
@@ -119,12 +91,6 @@ def main():
         print("canary hosts=%d window_s=%d good=%s bad=%s failed_requests=%d probe_c1=%s probe_at_load=%s"
               % (args.hosts, args.window, good, bad, good_counts["failed"] + bad_counts["failed"],
                  "%.2fx" % alone if alone is not None else "n/a", "%.2fx" % loaded if loaded is not None else "n/a"))
-    finally:
-        if not args.keep:
-            sh(gateway + ["stop", work / "gateway"], env=env, check=False)
-            sh(prometheus + ["stop", work / "prometheus"], env=env, check=False)
-            sh(["podman", "rm", "-f"] + names, env=env, check=False)
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -28,9 +28,7 @@ The last line is
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,29 +36,20 @@ sys.path.insert(0, str(REPO / "tests" / "traffic"))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 from lab import under_load  # noqa: E402
-from lab_nodes import STANDIN_VARS, lab_environment, sh, start_nodes, write_inventory  # noqa: E402
+from lab_nodes import GatewayLab, sh  # noqa: E402
 
 PREFIX = "gpufleet-experiment-bench-"
-FIRST_SSH_PORT, FIRST_API_PORT, GATEWAY_PORT, PROMETHEUS_PORT = 22700, 31700, 30580, 30585
+PORTS = (22700, 31700, 30580, 30585)  # SSH, the servers, the gateway, Prometheus
 KEY = "bench-gateway-admin-key"
 ZLAB, STEP4000, SLOW10 = ("/models/Qwen3.6-27B-DFlash", "/models/Qwen3.6-27B-DFlash-step4000",
                           "/models/Qwen3.6-27B-DFlash-slow10")
 OBJECTIVE = "decode_per_request"
-
-
-def inventory(path, names, keys):
-    hosts = dict((name, {"ansible_port": FIRST_SSH_PORT + i,
-                         "sglang_dflash_gateway_worker_url": "http://127.0.0.1:%d" % (FIRST_API_PORT + i)})
-                 for i, name in enumerate(names))
-    write_inventory(path, hosts, keys, dict(
-        STANDIN_VARS, gpufleet_lab_old_host="0.0.0.0", gpufleet_lab_enable_metrics=True,
-        # The SIMULATED noise on: the judge faces it (the lab's other group_vars switch it off for exact figures).
-        gpufleet_lab_standin_noise=True,
-        sglang_dflash_speed_probe_max_new_tokens=32, sglang_dflash_speed_probe_concurrency=[1],
-        sglang_dflash_gateway_urls=["http://127.0.0.1:%d" % GATEWAY_PORT], sglang_dflash_gateway_token=KEY,
-        sglang_dflash_drain_timeout=120, sglang_dflash_judge={"block_s": 2, "host_spread": 0.005},
-        sglang_dflash_prometheus_url="http://127.0.0.1:%d" % PROMETHEUS_PORT,
-        sglang_dflash_canary_gateway_metrics_url="http://127.0.0.1:%d/metrics" % (GATEWAY_PORT + 10)))
+GROUP_VARS = {
+    # The SIMULATED noise on: the judge faces it (the lab's other group_vars switch it off for exact figures).
+    "gpufleet_lab_standin_noise": True,
+    "sglang_dflash_speed_probe_max_new_tokens": 32, "sglang_dflash_speed_probe_concurrency": [1],
+    "sglang_dflash_judge": {"block_s": 2, "host_spread": 0.005},
+}
 
 
 def experiment(inv, env, work, arms, window, rollout):
@@ -96,76 +85,59 @@ def main():
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--keep", action="store_true", help="leave the containers, the gateway and Prometheus")
     args = parser.parse_args()
-    env, keys = lab_environment()
-    work = Path(tempfile.mkdtemp(prefix="experiment-bench-"))
-    names = start_nodes(PREFIX, args.hosts, FIRST_SSH_PORT, keys, env, FIRST_API_PORT)
-    gateway = [REPO / "tests" / "traffic" / "lab-gateway.sh"]
-    prometheus = [REPO / "tests" / "traffic" / "lab-prometheus.sh"]
-    workers = ["127.0.0.1:%d" % (FIRST_API_PORT + i) for i in range(args.hosts)]
+    with GatewayLab(PREFIX, args.hosts, PORTS, KEY, GROUP_VARS, args.keep) as lab:
+        run_all(lab, args)
+
+
+def run_all(lab, args):
+    inv, env, work, url = lab.inventory, lab.env, lab.work, lab.url
     failed = 0
-    try:
-        inv = work / "hosts.json"
-        inventory(inv, names, keys)
-        sh(["ansible", "-i", inv, "all", "-f", "8", "-m", "ansible.builtin.wait_for_connection", "-a", "timeout=120"],
-           env=env)
-        sh(["ansible-playbook", "-i", inv, "-f", "8", REPO / "tests" / "containers" / "provision.yml"], env=env)
-        sh(gateway + ["start", work / "gateway", GATEWAY_PORT, KEY] + ["http://" + w for w in workers], env=env)
-        sh(prometheus + ["start", work / "prometheus", PROMETHEUS_PORT, "127.0.0.1:%d" % (GATEWAY_PORT + 10)]
-           + workers, env=env)
-        url = "http://127.0.0.1:%d" % GATEWAY_PORT
 
-        def loaded(arms, rollout=False):
-            run, counts, _s = under_load(url, lambda: experiment(inv, env, work, arms, args.window, rollout),
-                                         clients=args.clients, long_tokens=400)
-            return run[0], run[1], counts
+    def loaded(arms, rollout=False):
+        run, counts, _s = under_load(url, lambda: experiment(inv, env, work, arms, args.window, rollout),
+                                     clients=args.clients, long_tokens=400)
+        return run[0], run[1], counts
 
-        (run, found, counts) = loaded([{"name": "checkpoint", "hosts": 1, "settings": {"draft_model_path": STEP4000}},
-                                       {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}],
-                                      rollout=True)
+    (run, found, counts) = loaded([{"name": "checkpoint", "hosts": 1, "settings": {"draft_model_path": STEP4000}},
+                                   {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}],
+                                  rollout=True)
+    failed += counts["failed"]
+    seed = found.get("winner") or (found.get("outcome") or "none").replace(" ", "-")
+    print("seed case: rc=%d outcome=%s winner=%s requests=%d failed=%d" % (
+        run.returncode, found.get("outcome"), found.get("winner"), counts["requests"], counts["failed"]), flush=True)
+    if run.returncode != 0 or found.get("winner") != "zlab":
+        # The A/A and A/B experiments need the whole fleet on z-lab: put it there.
+        deploy = sh(["ansible-playbook", "-i", inv, "-f", "8", REPO / "playbooks" / "deploy_dflash.yml", "-e",
+                     json.dumps({"sglang_dflash_serial": args.hosts})], env=env, check=False)
+        if deploy.returncode != 0:
+            sys.exit("the fleet could not be put on z-lab:\n%s" % deploy.stdout[-4000:])
+    false_difference = 0
+    for number in range(1, args.aa + 1):
+        run, found, counts = loaded([{"name": "a1", "hosts": 1, "settings": {"draft_model_path": ZLAB}},
+                                     {"name": "a2", "hosts": 1, "settings": {"draft_model_path": ZLAB}}])
         failed += counts["failed"]
-        seed = found.get("winner") or (found.get("outcome") or "none").replace(" ", "-")
-        print("seed case: rc=%d outcome=%s winner=%s requests=%d failed=%d" % (
-            run.returncode, found.get("outcome"), found.get("winner"), counts["requests"], counts["failed"]),
-            flush=True)
-        if run.returncode != 0 or found.get("winner") != "zlab":
-            # The A/A and A/B experiments need the whole fleet on z-lab: put it there.
-            deploy = sh(["ansible-playbook", "-i", inv, "-f", "8", REPO / "playbooks" / "deploy_dflash.yml", "-e",
-                         json.dumps({"sglang_dflash_serial": args.hosts})], env=env, check=False)
-            if deploy.returncode != 0:
-                sys.exit("the fleet could not be put on z-lab:\n%s" % deploy.stdout[-4000:])
-        false_difference = 0
-        for number in range(1, args.aa + 1):
-            run, found, counts = loaded([{"name": "a1", "hosts": 1, "settings": {"draft_model_path": ZLAB}},
-                                         {"name": "a2", "hosts": 1, "settings": {"draft_model_path": ZLAB}}])
-            failed += counts["failed"]
-            different = [v for v in verdicts(found.get("decision") or {}) if v[2] in ("better", "worse")]
-            false = bool(different) or bool(found.get("winner")) or not found
-            false_difference += false
-            print("A/A %d: rc=%d outcome=%s winner=%s differences=%s requests=%d failed=%d" % (
-                number, run.returncode, found.get("outcome"), found.get("winner"), different or "-",
-                counts["requests"], counts["failed"]), flush=True)
-        detected = 0
-        for number in range(1, args.ab + 1):
-            run, found, counts = loaded([{"name": "slow10", "hosts": 1, "settings": {"draft_model_path": SLOW10}},
-                                         {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}])
-            failed += counts["failed"]
-            objective = (((found.get("decision") or {}).get("against_control") or {}).get("slow10") or {}).get(
-                OBJECTIVE) or {}
-            seen = objective.get("verdict") == "worse"
-            detected += seen
-            print("A/B %d: rc=%d outcome=%s slow10 %s (shift %s, interval [%s, %s]) requests=%d failed=%d" % (
-                number, run.returncode, found.get("outcome"), objective.get("verdict"),
-                objective.get("shift_relative"), objective.get("low_relative"), objective.get("high_relative"),
-                counts["requests"], counts["failed"]), flush=True)
-        print("experiment hosts=%d arms=2 window_s=%d seed_case=%s aa_false_difference=%d/%d ab_detected=%d/%d "
-              "failed_requests=%d" % (args.hosts, args.window, seed, false_difference, args.aa, detected, args.ab,
-                                      failed))
-    finally:
-        if not args.keep:
-            sh(gateway + ["stop", work / "gateway"], env=env, check=False)
-            sh(prometheus + ["stop", work / "prometheus"], env=env, check=False)
-            sh(["podman", "rm", "-f"] + names, env=env, check=False)
-        shutil.rmtree(work, ignore_errors=True)
+        different = [v for v in verdicts(found.get("decision") or {}) if v[2] in ("better", "worse")]
+        false = bool(different) or bool(found.get("winner")) or not found
+        false_difference += false
+        print("A/A %d: rc=%d outcome=%s winner=%s differences=%s requests=%d failed=%d" % (
+            number, run.returncode, found.get("outcome"), found.get("winner"), different or "-",
+            counts["requests"], counts["failed"]), flush=True)
+    detected = 0
+    for number in range(1, args.ab + 1):
+        run, found, counts = loaded([{"name": "slow10", "hosts": 1, "settings": {"draft_model_path": SLOW10}},
+                                     {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}])
+        failed += counts["failed"]
+        objective = (((found.get("decision") or {}).get("against_control") or {}).get("slow10") or {}).get(
+            OBJECTIVE) or {}
+        seen = objective.get("verdict") == "worse"
+        detected += seen
+        print("A/B %d: rc=%d outcome=%s slow10 %s (shift %s, interval [%s, %s]) requests=%d failed=%d" % (
+            number, run.returncode, found.get("outcome"), objective.get("verdict"),
+            objective.get("shift_relative"), objective.get("low_relative"), objective.get("high_relative"),
+            counts["requests"], counts["failed"]), flush=True)
+    print("experiment hosts=%d arms=2 window_s=%d seed_case=%s aa_false_difference=%d/%d ab_detected=%d/%d "
+          "failed_requests=%d" % (args.hosts, args.window, seed, false_difference, args.aa, detected, args.ab,
+                                  failed))
 
 
 if __name__ == "__main__":

@@ -21,9 +21,7 @@ The last line is
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -33,23 +31,15 @@ sys.path.insert(0, str(REPO / "tests" / "bench"))
 
 import cut  # noqa: E402
 from lab import under_load  # noqa: E402
-from lab_nodes import STANDIN_VARS, lab_environment, sh, start_nodes, write_inventory  # noqa: E402
+from lab_nodes import GatewayLab, sh  # noqa: E402
 
 PREFIX = "gpufleet-interrupt-bench-"
-FIRST_SSH_PORT, FIRST_API_PORT, GATEWAY_PORT = 22600, 31600, 30480
+PORTS = (22600, 31600, 30480, None)  # SSH, the servers, the gateway, no Prometheus
+FIRST_API_PORT = PORTS[1]
 KEY = "bench-gateway-admin-key"
 STEPS = ("leaving_rotation", "drain", "files_written", "restarted", "rollback")
 BROKEN = "/models/Qwen3.6-27B-DFlash-broken"
-
-
-def inventory(path, names, keys):
-    hosts = dict((name, {"ansible_port": FIRST_SSH_PORT + i,
-                         "sglang_dflash_gateway_worker_url": "http://127.0.0.1:%d" % (FIRST_API_PORT + i)})
-                 for i, name in enumerate(names))
-    write_inventory(path, hosts, keys, dict(
-        STANDIN_VARS, gpufleet_lab_old_host="0.0.0.0", sglang_dflash_speed_probe_max_new_tokens=32,
-        sglang_dflash_gateway_urls=["http://127.0.0.1:%d" % GATEWAY_PORT], sglang_dflash_gateway_token=KEY,
-        sglang_dflash_drain_timeout=120, sglang_dflash_block_size=16))
+GROUP_VARS = {"sglang_dflash_speed_probe_max_new_tokens": 32, "sglang_dflash_block_size": 16}
 
 
 def workers_ready(url):
@@ -105,30 +95,13 @@ def main():
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--keep", action="store_true", help="leave the containers and the gateway")
     args = parser.parse_args()
-    env, keys = lab_environment()
-    work = Path(tempfile.mkdtemp(prefix="interrupt-bench-"))
-    names = start_nodes(PREFIX, args.hosts, FIRST_SSH_PORT, keys, env, FIRST_API_PORT)
-    gateway = [REPO / "tests" / "traffic" / "lab-gateway.sh"]
-    url = "http://127.0.0.1:%d" % GATEWAY_PORT
-    try:
-        inv = work / "hosts.json"
-        inventory(inv, names, keys)
-        sh(["ansible", "-i", inv, "all", "-f", "8", "-m", "ansible.builtin.wait_for_connection", "-a", "timeout=120"],
-           env=env)
-        sh(["ansible-playbook", "-i", inv, "-f", "8", REPO / "tests" / "containers" / "provision.yml"], env=env)
-        sh(gateway + ["start", work / "gateway", GATEWAY_PORT, KEY]
-           + ["http://127.0.0.1:%d" % (FIRST_API_PORT + i) for i in range(args.hosts)], env=env)
+    with GatewayLab(PREFIX, args.hosts, PORTS, KEY, GROUP_VARS, args.keep) as lab:
         resumed, failed = 0, 0
         for number, step in enumerate(STEPS):
-            ok, lost = one_step(step, 2048 + 64 * number, names, inv, env, url, args.clients)
+            ok, lost = one_step(step, 2048 + 64 * number, lab.names, lab.inventory, lab.env, lab.url, args.clients)
             resumed, failed = resumed + ok, failed + lost
         print("interrupt steps=%d hosts=%d resumed=%d/%d workers_ready_after=%d/%d failed_requests=%d"
-              % (len(STEPS), args.hosts, resumed, len(STEPS), workers_ready(url), args.hosts, failed))
-    finally:
-        if not args.keep:
-            sh(gateway + ["stop", work / "gateway"], env=env, check=False)
-            sh(["podman", "rm", "-f"] + names, env=env, check=False)
-        shutil.rmtree(work, ignore_errors=True)
+              % (len(STEPS), args.hosts, resumed, len(STEPS), workers_ready(lab.url), args.hosts, failed))
 
 
 if __name__ == "__main__":
