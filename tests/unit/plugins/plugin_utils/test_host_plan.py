@@ -173,5 +173,3 @@ def test_report_rows_of_a_failed_facts_module_is_one_blocked_row_with_its_messag
     rows = report_rows("gpu-1", result, SETTINGS)
     assert [r["status"] for r in rows] == ["blocked"]
     assert "gathering the facts failed: host gpu-1: timeout must be greater than 0" in rows[0]["reasons"][0]
-
-

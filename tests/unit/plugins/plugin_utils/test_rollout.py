@@ -60,8 +60,8 @@ def test_the_canary_plan_and_the_metrics_targets_come_from_the_hosts_surveys():
 
 
 def test_a_hosts_result_when_it_failed_or_finished():
-    assert failed({"services": [1]}, "a", "boom") == {"services": [1], "host": "a", "state": "failed",
-                                                      "reason": "boom"}
-    assert finished({"state": None}, "a", [{"repo": "x"}]) == {"state": "done", "host": "a",
-                                                                "drafters": [{"repo": "x"}]}
+    assert failed({"services": [1]}, "a", "boom") == {
+        "services": [1], "host": "a", "state": "failed", "reason": "boom"}
+    assert finished({"state": None}, "a", [{"repo": "x"}]) == {
+        "state": "done", "host": "a", "drafters": [{"repo": "x"}]}
     assert finished({"state": "failed", "reason": "r"}, "a")["state"] == "failed"
