@@ -18,8 +18,9 @@ version_added: "0.2.0"
 description:
   - The decision of the role gpufleet.sglang.sglang_dflash for one host, made on the controller. Reads the host once
     (M(gpufleet.sglang.sglang_info), with the options the settings imply), then decides for every selected service
-    its plan (what to write, or every reason to refuse it), the steps that apply it (RV(services[].steps), each a
-    key the role's tasks run on), the lines that show it and the gateway checks to make before any change.
+    its plan (what to write, or every reason to refuse it), the steps that apply it (C(steps) in each of
+    RV(services), each a key the role's tasks run on), the lines that show it and the gateway checks to make before
+    any change.
   - The host's facts (about 230 KB, most of it the release's flags) are never kept as a host variable.
   - O(mode=survey) decides the same without keeping the plans, and keeps what the rollout needs of the host in its
     C(sglang_dflash_result) fact (whether it has anything to do, what it is, where its metrics are read).

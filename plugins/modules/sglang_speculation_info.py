@@ -136,7 +136,7 @@ def main():
                 port=dict(type="int", required=True))),
             window=dict(type="float", default=10),
             probe=dict(type="str", default="no_traffic", choices=["no_traffic", "always", "never"]),
-            probe_max_new_tokens=dict(type="int", default=32),
+            probe_max_new_tokens=dict(type="int", default=32, no_log=False),
             timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,

@@ -34,8 +34,8 @@ def settings(raw):
         return None, "sglang_dflash_experiment must be a mapping with arms: a list of {name, hosts, settings}"
     unknown = sorted(set(raw) - set(DEFAULTS) - {"arms"})
     if unknown:
-        return None, "sglang_dflash_experiment: unknown key(s) %s (arms, %s)" % (", ".join(unknown),
-                                                                                  ", ".join(sorted(DEFAULTS)))
+        return None, "sglang_dflash_experiment: unknown key(s) %s (arms, %s)" % (
+            ", ".join(unknown), ", ".join(sorted(DEFAULTS)))
     config = dict(DEFAULTS, **dict((k, v) for k, v in raw.items() if k != "arms"))
     names = []
     for number, arm in enumerate(raw["arms"], 1):
@@ -68,8 +68,8 @@ def _arm_problem(number, arm, names):
             where, arm["name"], arm.get("hosts"))
     extra = sorted(set(arm.get("settings") or {}) - set(ARM_SETTINGS))
     if extra or not isinstance(arm.get("settings") or {}, dict):
-        return "%s (%s): settings may set %s, not %s" % (where, arm["name"], ", ".join(ARM_SETTINGS),
-                                                        ", ".join(extra) or repr(arm.get("settings")))
+        return "%s (%s): settings may set %s, not %s" % (
+            where, arm["name"], ", ".join(ARM_SETTINGS), ", ".join(extra) or repr(arm.get("settings")))
     unknown = sorted(set(arm) - {"name", "hosts", "settings"})
     if unknown:
         return "%s (%s): unknown key(s) %s (name, hosts, settings)" % (where, arm["name"], ", ".join(unknown))
@@ -186,9 +186,9 @@ def judge(state, observed, assignment, config, control_speculates=False):
 
 def _kept(decision):
     """What the record, the report and the message keep of the judge's decision (the samples are kept apart)."""
-    return dict((k, decision.get(k)) for k in ("outcome", "winner", "arms", "roll_back", "reasons", "message",
-                                                 "against_control", "between_arms", "guardrails", "interval_s",
-                                                 "block_intervals", "host_spread"))
+    return dict((k, decision.get(k)) for k in (
+        "outcome", "winner", "arms", "roll_back", "reasons", "message", "against_control", "between_arms",
+        "guardrails", "interval_s", "block_intervals", "host_spread"))
 
 
 def final_roll_back(state, assignment):

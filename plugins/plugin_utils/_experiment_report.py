@@ -50,7 +50,7 @@ def svg_plot(points_by_group, title, width=640, height=220):
             width, html.escape(title))
     xs, ys = [p[0] for p in points], [p[1] for p in points]
     x0, x1 = min(xs), max(xs) or 1.0
-    y0, y1 = min(0.0, min(ys)), max(ys) * 1.05 or 1.0
+    y0, y1 = min([0.0] + ys), max(ys) * 1.05 or 1.0
     sx = (width - pad_l - pad_r) / ((x1 - x0) or 1.0)
     sy = (height - pad_t - pad_b) / ((y1 - y0) or 1.0)
     parts = ['<svg width="%d" height="%d" role="img" aria-label="%s">' % (width, height, html.escape(title)),
@@ -72,7 +72,7 @@ def svg_plot(points_by_group, title, width=640, height=220):
 
 
 def _groups(assignment):
-    return [(name, hosts) for name, hosts in (assignment.get("arms") or {}).items()] + \
+    return list((assignment.get("arms") or {}).items()) + \
         [("control", assignment.get("control") or [])]
 
 

@@ -260,11 +260,11 @@ def verification(host, verdicts, settings, previous=None):
     if previous:
         checked = [v["unit"] for v in verdicts]
         for before in previous.get("services") or []:
-            if before["unit"] in previous.get("act_on") or []:
+            if before["unit"] in (previous.get("act_on") or []):
                 now = "reverted to its previous server" if before["unit"] not in checked else \
                     "restarted once, verified again above"
-                done.append("%s: %s was %s at %s; %s by this run" % (host, before["unit"], before["state"],
-                                                                    before.get("time"), now))
+                done.append("%s: %s was %s at %s; %s by this run" % (
+                    host, before["unit"], before["state"], before.get("time"), now))
     return {"host": host, "action": action, "services": verdicts,
             "act_on": [] if previous else _speculation.act_on(verdicts, action),
             "failing": [_speculation.line(host, v) for v in verdicts if v["state"] in fail_when],

@@ -541,10 +541,11 @@ def guardrails(samples, arms, limits=None):
             result["failed"].append(arm["name"])
             result["breaches"][arm["name"]] = found
             result["reasons"][arm["name"]] = "broke a guardrail: " + "; ".join(
-                "%s %s on %s%s (%s %s)" % (b["label"], _fmt(b["metric"], b["value"]), b["host"],
-                                          " at %s" % b["at"] if b["at"] is not None else "",
-                                          "at most" if b["bound"] == "max" else "at least",
-                                          _fmt(b["metric"], b["limit"]))
+                "%s %s on %s%s (%s %s)" % (
+                    b["label"], _fmt(b["metric"], b["value"]), b["host"],
+                    " at %s" % b["at"] if b["at"] is not None else "",
+                    "at most" if b["bound"] == "max" else "at least",
+                    _fmt(b["metric"], b["limit"]))
                 for b in found)
     return result
 

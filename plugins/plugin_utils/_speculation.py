@@ -121,8 +121,8 @@ def judge(observed, record, thresholds):
             length, where, thresholds["degraded_share"], switch_figure, switch_from)
     else:
         state = "engaged"
-        reason = "%d verify step(s) %s%s" % (int(steps), where, "" if switch_figure else
-                                              "; no figure kept at the switch to compare with")
+        reason = "%d verify step(s) %s%s" % (
+            int(steps), where, "" if switch_figure else "; no figure kept at the switch to compare with")
     verdict.update(state=state, reason=reason)
     return verdict
 

@@ -979,9 +979,11 @@ def configure_speculation(settings, draft):
     if drafter is None:
         log("no speculative decoding; plain step +%s per extra running request" % PLAIN_LOAD_GROWTH)
     else:
+        stops = ""
+        if stops_after is not None:
+            stops = ", stops after %d requests" % stops_after
         log("SIMULATED drafter: acceptance length %.4g, step cost %.4g, +%.4g per extra running request, block %d%s"
-            % (drafter.accept_length, drafter.step_cost, drafter.load_growth, drafter.block_size,
-               ", stops after %d requests" % stops_after if stops_after is not None else ""))
+            % (drafter.accept_length, drafter.step_cost, drafter.load_growth, drafter.block_size, stops))
     if decode_only:
         log("disaggregation mode decode: %s runs no speculative step (SIMULATED, sglang#36140)"
             % settings.get("speculative_algorithm"))

@@ -26,7 +26,7 @@ def drafter(accept=6.0, cost=1.3, growth=0.1, block=16):
 
 def draws(tokens, accept, block=16, count=20000, seed=42):
     rng = random.Random(seed)
-    return [standin.verify_steps(tokens, accept, block, rng) for _ in range(count)]
+    return [standin.verify_steps(tokens, accept, block, rng) for _draw in range(count)]
 
 
 # ---- block size ----
@@ -164,7 +164,7 @@ def test_short_requests_keep_their_mean_steps_and_the_block_caps_the_draws():
 
 def test_step_jitter_is_about_3_percent_bounded_and_centred():
     rng = random.Random(7)
-    factors = [standin.step_jitter(rng) for _ in range(20000)]
+    factors = [standin.step_jitter(rng) for _draw in range(20000)]
     assert min(factors) >= 1 - standin.STEP_JITTER_HALF_WIDTH and max(factors) <= 1 + standin.STEP_JITTER_HALF_WIDTH
     assert abs(standin.STEP_JITTER_HALF_WIDTH - 0.052) < 1e-3
     assert statistics.mean(factors) == pytest.approx(1.0, abs=0.001)
@@ -180,8 +180,8 @@ def test_seeds_differ_by_host_and_port_and_a_host_draws_the_same_sequence_again(
     assert standin.noise_seed("run-a", "x", 1) == standin.noise_seed("run-a", "y", 2)
     assert standin.noise_seed("run-a", "x", 1) != standin.noise_seed("run-b", "x", 1)
     rng_a, rng_b = random.Random(seed), random.Random(seed)
-    assert [standin.verify_steps(400, 6.0, 16, rng_a) for _ in range(50)] == \
-        [standin.verify_steps(400, 6.0, 16, rng_b) for _ in range(50)]
+    assert [standin.verify_steps(400, 6.0, 16, rng_a) for _draw in range(50)] == \
+        [standin.verify_steps(400, 6.0, 16, rng_b) for _draw in range(50)]
 
 
 @pytest.mark.parametrize("environment,marker,on", [
@@ -194,12 +194,12 @@ def test_the_noise_is_on_unless_the_environment_or_the_models_file_says_0(enviro
 # ---- speculation that stops ----
 
 def plans(speculation, count, tokens=64):
-    return [speculation.plan(tokens, speculation.drafter.accept_length) for _ in range(count)]
+    return [speculation.plan(tokens, speculation.drafter.accept_length) for _draw in range(count)]
 
 
 def test_speculation_stops_by_itself_after_n_completed_requests():
     speculation = standin.Speculation(drafter(6.4), stops_after=3)
-    for _ in range(3):
+    for _request in range(3):
         assert speculation.accepting() and speculation.plan(64, 6.4).verify_steps == 10
         speculation.request_completed()
     lost = speculation.plan(64, 6.4)

@@ -46,9 +46,10 @@ def command(window, *extra):
             "-e", "sglang_dflash_draft_window_size=%d" % window] + list(extra)
 
 
-def cut_and_rerun(step, *extra, load=DRAIN_LOAD, load_url=GATEWAY, dropin=True):
-    """The rollout of traffic-1 cut at `step`, then the same command again, under the lab's load: (the cut's output,
-    the rerun, the load's counts, the window asked)."""
+def cut_and_rerun(step, *extra, load=None, load_url=GATEWAY, dropin=True):
+    """The rollout of traffic-1 cut at `step`, then the same command again, under the lab's load (DRAIN_LOAD unless
+    `load` says otherwise): (the cut's output, the rerun, the load's counts, the window asked)."""
+    load = DRAIN_LOAD if load is None else load
     window = next(WINDOWS)
     host = cut.Host("traffic-1", WORKERS[0])
     conditions = cut.steps(host, GATEWAY, KEY, "--speculative-draft-window-size %d" % window if dropin else None)

@@ -1,6 +1,10 @@
 """A host's memory of a switch: intents merged and cleared, the record written, each file replaced in one step
 (module_utils/run_state.py)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 

@@ -180,8 +180,6 @@ def test_report_rows_of_a_failed_facts_module_is_one_blocked_row_with_its_messag
     assert "gathering the facts failed: host gpu-1: timeout must be greater than 0" in rows[0]["reasons"][0]
 
 
-
-
 def test_a_restart_restarts_a_switched_service_as_it_is_through_the_switchs_steps():
     settings = dict(ROLE, state="restarted", gateway_urls=["http://gw:30180"])
     decided = plan_host({"services": [switched_facts()]}, settings, "gpu-1")

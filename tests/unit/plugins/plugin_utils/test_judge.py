@@ -62,8 +62,8 @@ def _splits(pool, n):
 def test_u_and_the_exact_p_value_are_those_of_every_split_of_the_samples():
     rng = random.Random(7)
     for n, m in ((3, 4), (4, 5), (5, 5), (2, 7)):
-        a = [round(rng.uniform(0, 10), 3) for _ in range(n)]
-        b = [round(rng.uniform(0, 10), 3) + 1 for _ in range(m)]
+        a = [round(rng.uniform(0, 10), 3) for _draw in range(n)]
+        b = [round(rng.uniform(0, 10), 3) + 1 for _draw in range(m)]
         observed = _u(a, b)
         extreme = [abs(_u(x, y) - n * m / 2.0) >= abs(observed - n * m / 2.0) - 1e-9 for x, y in _splits(a + b, n)]
         found = mann_whitney_u(a, b)
@@ -117,8 +117,8 @@ def _brute_hodges_lehmann(a, b, confidence):
 def test_the_shift_and_its_interval_are_the_order_statistics_of_the_differences():
     rng = random.Random(11)
     for n, m in ((6, 7), (8, 6), (7, 7)):
-        a = [rng.gauss(10, 2) for _ in range(n)]
-        b = [rng.gauss(9, 2) for _ in range(m)]
+        a = [rng.gauss(10, 2) for _draw in range(n)]
+        b = [rng.gauss(9, 2) for _draw in range(m)]
         shift, low, high = _brute_hodges_lehmann(a, b, 0.95)
         found = hodges_lehmann(a, b, 0.95)
         assert found["method"] == "exact"
@@ -128,8 +128,8 @@ def test_the_shift_and_its_interval_are_the_order_statistics_of_the_differences(
 def test_selecting_order_statistics_matches_sorting_all_differences(monkeypatch):
     rng = random.Random(5)
     for n, m, ties in ((90, 110, False), (150, 70, True), (64, 64, True)):
-        a = [round(rng.gauss(10, 2), 1 if ties else 9) for _ in range(n)]
-        b = [round(rng.gauss(9.5, 3), 1 if ties else 9) for _ in range(m)]
+        a = [round(rng.gauss(10, 2), 1 if ties else 9) for _draw in range(n)]
+        b = [round(rng.gauss(9.5, 3), 1 if ties else 9) for _draw in range(m)]
         ranks = [1, 17, n * m // 2, n * m // 2 + 1, n * m - 3, n * m]
         differences = sorted(x - y for x in a for y in b)
         monkeypatch.setattr(_judge, "SORT_MAX_PAIRS", 0)
@@ -149,8 +149,8 @@ def test_the_interval_covers_the_true_shift_as_often_as_it_says():
     rng = random.Random(3)
     covered = 0
     for _experiment in range(400):
-        a = [rng.gauss(10.5, 1) for _ in range(25)]
-        b = [rng.gauss(10.0, 1) for _ in range(30)]
+        a = [rng.gauss(10.5, 1) for _draw in range(25)]
+        b = [rng.gauss(10.0, 1) for _draw in range(30)]
         found = hodges_lehmann(a, b, 0.9)
         covered += found["low"] <= 0.5 <= found["high"]
     assert 0.86 <= covered / 400.0 <= 0.95
@@ -158,8 +158,8 @@ def test_the_interval_covers_the_true_shift_as_often_as_it_says():
 
 def test_two_hundred_samples_a_side_take_well_under_a_second():
     rng = random.Random(1)
-    a = [rng.gauss(40, 4) for _ in range(200)]
-    b = [rng.gauss(36, 4) for _ in range(200)]
+    a = [rng.gauss(40, 4) for _draw in range(200)]
+    b = [rng.gauss(36, 4) for _draw in range(200)]
     started = time.process_time()
     found = compare(a, b, "higher")
     assert time.process_time() - started < 0.5
@@ -171,8 +171,8 @@ def test_two_hundred_samples_a_side_take_well_under_a_second():
 
 def test_better_worse_and_no_difference_need_the_whole_interval_beyond_the_tolerance():
     rng = random.Random(2)
-    control = [100 * (1 + rng.gauss(0, 0.05)) for _ in range(60)]
-    faster = [112 * (1 + rng.gauss(0, 0.05)) for _ in range(60)]
+    control = [100 * (1 + rng.gauss(0, 0.05)) for _draw in range(60)]
+    faster = [112 * (1 + rng.gauss(0, 0.05)) for _draw in range(60)]
     found = compare(faster, control, "higher")
     assert found["verdict"] == "better" and found["tolerance"] == 0.02
     assert found["low_relative"] > 0.02 and found["shift_relative"] == pytest.approx(0.12, abs=0.04)
@@ -183,7 +183,7 @@ def test_better_worse_and_no_difference_need_the_whole_interval_beyond_the_toler
     assert compare(control, faster, "lower")["verdict"] == "better"
     # A clear 12 % is no difference to a tolerance of 25 % (Kayenta's), the point of a smaller one.
     assert compare(faster, control, "higher", tolerance=0.25)["verdict"] == "no difference"
-    same = compare([100 * (1 + rng.gauss(0, 0.05)) for _ in range(60)], control, "higher")
+    same = compare([100 * (1 + rng.gauss(0, 0.05)) for _draw in range(60)], control, "higher")
     assert same["verdict"] == "no difference" and same["low_relative"] < 0 < same["high_relative"]
 
 
@@ -206,8 +206,8 @@ def test_the_hosts_own_offsets_widen_the_interval():
     assert host_margin((4, 4), 0.02) == pytest.approx(host_margin((1, 1), 0.02) / 2, rel=1e-5)
     assert host_margin(None, 0.02) == 0.0 and host_margin((2, 2), None) == 0.0
     rng = random.Random(4)
-    arm = [104 * (1 + rng.gauss(0, 0.03)) for _ in range(80)]
-    control = [100 * (1 + rng.gauss(0, 0.03)) for _ in range(80)]
+    arm = [104 * (1 + rng.gauss(0, 0.03)) for _draw in range(80)]
+    control = [100 * (1 + rng.gauss(0, 0.03)) for _draw in range(80)]
     pooled = compare(arm, control, "higher")
     one_host_each = compare(arm, control, "higher", hosts=(1, 1), spread=0.02)
     assert pooled["verdict"] == "better" and one_host_each["verdict"] == "no difference"
@@ -223,7 +223,7 @@ def test_the_spread_of_hosts_is_estimated_from_hosts_serving_the_same_setting():
         hosts = {}
         for host in range(8):
             level = 100 * (1 + rng.gauss(0, 0.05))
-            hosts[host] = [level * (1 + rng.gauss(0, 0.05)) for _ in range(40)]
+            hosts[host] = [level * (1 + rng.gauss(0, 0.05)) for _draw in range(40)]
         sides.append(hosts)
     assert host_spread(sides) == pytest.approx(0.05, abs=0.015)
     assert host_spread([{"n1": [1.0, 2.0]}, {"n2": [1.0, 2.0]}]) is None  # one host a side: nothing to see
@@ -346,10 +346,10 @@ def test_between_two_winners_the_better_on_the_objective_else_the_first_listed()
 def test_of_three_winners_one_beaten_is_out_and_the_first_listed_of_the_rest_wins():
     against = dict((arm, {"decode_per_request": BETTER}) for arm in "ABC")
     between = {"A": {"B": {"decode_per_request": SAME}, "C": {"decode_per_request": SAME}},
-               "B": {"A": {"decode_per_request": SAME}, "C": {"decode_per_request": figure("worse", -0.06, -0.08,
-                                                                                              -0.04)}},
-               "C": {"A": {"decode_per_request": SAME}, "B": {"decode_per_request": figure("better", 0.06, 0.04,
-                                                                                              0.08)}}}
+               "B": {"A": {"decode_per_request": SAME},
+                     "C": {"decode_per_request": figure("worse", -0.06, -0.08, -0.04)}},
+               "C": {"A": {"decode_per_request": SAME},
+                     "B": {"decode_per_request": figure("better", 0.06, 0.04, 0.08)}}}
     assert decide(against, between, None, ["B", "C", "A"])["winner"] == "C"
     found = decide(against, between, None, ["A", "B", "C"])
     assert found["winner"] == "A" and found["roll_back"] == ["B", "C"]

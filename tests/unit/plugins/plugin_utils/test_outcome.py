@@ -70,5 +70,5 @@ def test_the_refusal_names_every_reason_and_each_gateway_that_cannot_take_the_ho
 
 
 def test_each_service_adds_to_the_hosts_result():
-    assert with_service({"state": None, "services": [1]}, "gpu-1", 2) == {"state": None, "services": [1, 2],
-                                                                         "host": "gpu-1"}
+    assert with_service({"state": None, "services": [1]}, "gpu-1", 2) == {
+        "state": None, "services": [1, 2], "host": "gpu-1"}

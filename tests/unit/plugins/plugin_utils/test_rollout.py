@@ -51,8 +51,8 @@ def test_a_batch_does_not_start_after_a_failed_batch_or_a_held_canary():
 
 
 def test_the_canary_plan_and_the_metrics_targets_come_from_the_hosts_surveys():
-    assert canary_plan(["a", "b", "c", "d"], "50%") == {"count": 2, "hosts": ["a", "b"], "baseline_hosts": ["c", "d"],
-                                                         "problem": None}
+    assert canary_plan(["a", "b", "c", "d"], "50%") == {
+        "count": 2, "hosts": ["a", "b"], "baseline_hosts": ["c", "d"], "problem": None}
     assert canary_plan(["a"], "ten")["problem"].startswith("sglang_dflash_canary must be a host count")
     results = {"a": {"metrics_target": {"name": "a", "url": "http://10.0.0.1:30000"}}, "b": {}}
     assert metrics_targets(results, ["a", "b"]) == [{"name": "a", "url": "http://10.0.0.1:30000"},
@@ -60,8 +60,8 @@ def test_the_canary_plan_and_the_metrics_targets_come_from_the_hosts_surveys():
 
 
 def test_a_hosts_result_when_it_failed_or_finished():
-    assert failed({"services": [1]}, "a", "boom") == {"services": [1], "host": "a", "state": "failed",
-                                                      "reason": "boom"}
-    assert finished({"state": None}, "a", [{"repo": "x"}]) == {"state": "done", "host": "a",
-                                                                "drafters": [{"repo": "x"}]}
+    assert failed({"services": [1]}, "a", "boom") == {
+        "services": [1], "host": "a", "state": "failed", "reason": "boom"}
+    assert finished({"state": None}, "a", [{"repo": "x"}]) == {
+        "state": "done", "host": "a", "drafters": [{"repo": "x"}]}
     assert finished({"state": "failed", "reason": "r"}, "a")["state"] == "failed"
