@@ -189,7 +189,8 @@ def record(result):
             "window_s": result.get("window_s"), "canary_hosts": list(result.get("canary_hosts") or []),
             "baseline_hosts": list(result.get("baseline_hosts") or []),
             "figures": dict(result.get("figures") or {}),
-            "failed": [f.get("metric") for f in result.get("failed") or []],
+            # The metrics that failed (names; the fixed-threshold canary before the judge kept {metric: ...}).
+            "failed": [f.get("metric") if isinstance(f, dict) else f for f in result.get("failed") or []],
             "message": result.get("message")}
 
 

@@ -10,6 +10,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._canary import (
     canary_count,
     decide,
     judge,
+    record,
     refusal,
     source_line,
     stage_failed,
@@ -69,6 +70,16 @@ def test_slower_under_load_fails_naming_the_objective_with_its_interval():
     assert result["verdict"] == "fail" and result["failed"][0] == "decode_per_request"
     assert result["message"].startswith("the canary failed, canary n1 against n2,n3 over 40 s (scrape): ")
     assert "decode tokens/s per running request -4" in result["message"] and "worse" in result["message"]
+
+
+def test_the_record_of_a_failed_canary_names_its_failed_metrics():
+    """What the host keeps (and the revert records): the verdict's failed metrics by name."""
+    result = verdict(observed({"n1": 47.0, "n2": 88.0, "n3": 86.0}), ["n1"], ["n2", "n3"], LAB)
+    kept = record(result)
+    assert kept["verdict"] == "fail"
+    assert kept["failed"] == result["failed"] == ["decode_per_request", "itl_p50", "itl_p99"]
+    assert kept["canary_hosts"] == ["n1"] and kept["baseline_hosts"] == ["n2", "n3"]
+    assert record(None) is None and record({"verdict": None}) is None
 
 
 def test_a_faster_drafter_on_another_language_passes_its_acceptance_is_not_a_gate():
