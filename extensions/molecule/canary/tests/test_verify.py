@@ -21,6 +21,8 @@ from test_canary import GATEWAY, LOAD, NODES, WORKERS, gateway_workers, node, pi
 testinfra_hosts = ["podman://canary-1"]
 # The settings the fleet was last switched with (test_canary_cut.py): a restart refuses a service whose files differ.
 AS_SWITCHED = ["-e", "sglang_dflash_draft_window_size=3072"]
+# A switch from one DFLASH setting to another is not what sglang_dflash_min_speedup (the lab's 1.2) guards.
+NO_SPEEDUP_GATE = ["-e", '{"sglang_dflash_min_speedup": null}']
 REVERT = ["-e", "sglang_dflash_verify_on_degraded=revert"]
 REPORT_DIR = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/tmp"), "verify-fleet-report")
 # A line of the playbook: "HOST: UNIT STATE (acceptance now X, at the switch Y; REASON) at TIME".
@@ -50,6 +52,10 @@ def said(title, run, counts=None):
 
 
 def test_a_speculation_that_stopped_is_found_off_with_its_figures_and_the_healthy_hosts_engaged():
+    # The fleet as test_canary_cut.py leaves it: every host on DFLASH (a deploy with nothing to do; it switches the
+    # hosts that are not, when that test did not get so far).
+    deployed = playbook("deploy_dflash.yml", "-e", "sglang_dflash_serial=4", *(AS_SWITCHED + NO_SPEEDUP_GATE))
+    assert deployed.returncode == 0, deployed.output[-3000:]
     assert speculating() == dict((name, True) for name in NODES)
     lose_the_draft_weights(0)
     before = pids()
