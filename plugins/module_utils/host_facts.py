@@ -49,6 +49,9 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import r
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+# What a plan reads of each flag (flags_detail=plan): the rest (help text, metavar, default, group, source line)
+# was most of the facts' size.
+PLAN_FLAG_KEYS = ("name", "aliases", "takes_value", "choices", "hidden", "negated_by")
 
 
 def service_python_environment(unit, manager_env=None):
@@ -341,10 +344,12 @@ class _Run(object):
                     source_dir=None, timeout=params["help_timeout"], environment=environment,
                     cache=params.get("cache"), max_output_bytes=params.get("max_output_bytes"),
                     package=release["package"]), check_mode)
+                listed = flags["flags"] if params.get("flags_detail", "full") == "full" else [
+                    dict((k, v) for k, v in flag.items() if k in PLAN_FLAG_KEYS) for flag in flags["flags"]]
                 release["flags"] = {
                     "method": flags["method"], "cached": flags["cached"], "count": len(flags["flags"]),
                     "fallback_reason": flags.get("fallback_reason"), "source_check": flags.get("source_check"),
-                    "warnings": flags.get("warnings") or [], "elapsed_s": flags["elapsed_s"], "list": flags["flags"]}
+                    "warnings": flags.get("warnings") or [], "elapsed_s": flags["elapsed_s"], "list": listed}
                 release["capabilities"] = flags["capabilities"]
             except cli_flags.FlagsError as exc:
                 problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))

@@ -257,6 +257,7 @@ def main():
             related_units=dict(type="list", elements="str", default=[]),
             search_terms=dict(type="list", elements="str", default=["DFLASH", "DDTREE"]),
             flags_method=dict(type="str", default="auto", choices=["auto", "cross_check", "help", "source"]),
+            flags_detail=dict(type="str", default="full", choices=["full", "plan"]),
             cache=dict(type="path"),
             timeout=dict(type="int", default=30),
             help_timeout=dict(type="int", default=120),

@@ -97,6 +97,8 @@ def facts_options(settings):
         "managed_dropin": settings.get("dropin_name"), "managed_env_dir": settings.get("env_dir"),
         "managed_unit_dir": settings.get("unit_dir"), "rollout_record_dir": settings.get("state_dir"),
         "user": settings.get("user"), "flags_method": settings.get("flags_method") or "auto",
+        # The plan reads the flags' names, values and choices: their help texts were most of the facts' size.
+        "flags_detail": "plan",
         "related_units": stop_units if isinstance(stop_units, list) else [],
     }
     for key, option in (("python", "python"), ("model_path", "model_path"), ("draft_model_path", "draft_model_path"),

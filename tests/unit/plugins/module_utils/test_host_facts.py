@@ -131,8 +131,8 @@ def params(**over):
     base = dict(service="sglang", python=None, launcher_modules=["sglang.launch_server"], managed_dropin=None,
                 managed_env_file=None, rollout_record=None, managed_unit_file=None, model_path=None,
                 draft_model_path=None, user=None, related_units=[], search_terms=["DFLASH", "DDTREE"],
-                flags_method="auto", cache=None, timeout=30, help_timeout=120, max_output_bytes=4 * 1024 * 1024,
-                nvidia_smi="/nonexistent/nvidia-smi")
+                flags_method="auto", flags_detail="full", cache=None, timeout=30, help_timeout=120,
+                max_output_bytes=4 * 1024 * 1024, nvidia_smi="/nonexistent/nvidia-smi")
     base.update(over)
     return base
 
@@ -164,6 +164,12 @@ def test_gather_reads_the_whole_host(release, tmp_path, monkeypatch):
     assert facts["implementation"]["missing_terms"] == ["DDTREE"]
     assert any(d["name"] == "_handle_dflash" for d in facts["implementation"]["definitions"])
     assert facts["flags"]["method"] == "source" and facts["flags"]["count"] == len(facts["flags"]["list"]) > 100
+    assert any(flag.get("help") for flag in facts["flags"]["list"])
+    # What a plan reads of each flag (the role's actions ask so): the same flags, a fraction of the size.
+    bare = gather(params(related_units=["train", "gone"], user="root", flags_detail="plan"), False)["flags"]["list"]
+    assert [f["name"] for f in bare] == [f["name"] for f in facts["flags"]["list"]]
+    assert set().union(*bare) == {"name", "aliases", "takes_value", "choices", "hidden", "negated_by"}
+    assert len(json.dumps(bare)) < len(json.dumps(facts["flags"]["list"])) / 2.5
     assert facts["capabilities"]["supports_dflash"] is True and "DFLASH" in facts["algorithms"]
     assert facts["gpus"]["nvidia_smi"] == "missing"
     assert facts["model"] == {"path": str(model / "config.json"), "config": {"num_hidden_layers": 64},

@@ -15,8 +15,8 @@ DEFAULTS = {"service": "sglang", "services": None, "managed_env_dir": None, "man
             "rollout_record_dir": None, "python": None, "launcher_modules": ["sglang.launch_server"],
             "managed_dropin": None, "managed_env_file": None, "rollout_record": None, "managed_unit_file": None,
             "model_path": None, "draft_model_path": None, "user": None, "related_units": [],
-            "search_terms": ["DFLASH", "DDTREE"], "flags_method": "auto", "cache": None, "timeout": 30,
-            "help_timeout": 120, "max_output_bytes": 4194304, "nvidia_smi": None}
+            "search_terms": ["DFLASH", "DDTREE"], "flags_method": "auto", "flags_detail": "full", "cache": None,
+            "timeout": 30, "help_timeout": 120, "max_output_bytes": 4194304, "nvidia_smi": None}
 FACTS = {"sglang_units": [], "service": None, "unit": {"exists": False, "id": "sglang-qwen.service"},
          "python": None, "python_from": None, "package": None, "entry_point": None, "implementation": None,
          "flags": None, "capabilities": None, "algorithms": [], "limits": None, "gpus": {"nvidia_smi": "missing"},
@@ -48,7 +48,8 @@ def test_gather_gets_every_option_and_its_facts_are_the_result(gather, check_mod
 def test_several_services_and_the_options_as_given(gather):
     services = [{"name": "sglang-qwen-a"}, {"name": "sglang@*", "draft_model_path": "/models/drafter"}]
     args = {"services": services, "managed_env_dir": "/etc/sglang", "rollout_record_dir": "/var/lib/gpufleet-sglang",
-            "flags_method": "cross_check", "related_units": ["train.service"], "timeout": 5, "help_timeout": 60,
+            "flags_method": "cross_check", "flags_detail": "plan", "related_units": ["train.service"], "timeout": 5,
+            "help_timeout": 60,
             "max_output_bytes": 1024, "cache": "/var/cache/gpufleet-sglang"}
     assert not run_module(sglang_info, args).failed
     ((params, _check_mode),) = gather
