@@ -97,9 +97,9 @@ options:
   flags_detail:
     description:
       - How much of each flag of the release comes back. C(full) - everything the reader found (its help text,
-        metavar, default, group and source line too: most of the facts' size, about 200 KB a host of 230).
+        metavar, default, group and source line too; most of the facts' size, about 200 KB a host of 230).
         C(plan) - what a plan reads (its name, aliases, whether it takes a value, its choices, whether it is hidden
-        or negated): the role's actions ask for that.
+        or negated); the role's actions ask for that.
     type: str
     choices: [full, plan]
     default: full
