@@ -64,8 +64,10 @@ def crash_reason(state):
         return "the server exited and systemd is about to restart it (crash loop)"
     if state["NRestarts"] > 0:
         return "the server exited and systemd restarted it %d time(s) (crash loop)" % state["NRestarts"]
-    if active in ("inactive", "deactivating"):
+    if active == "inactive":
         return "the unit is %s (%s): the server exited" % (active, sub)
+    # "deactivating": systemd is ending what the exit left (KillMode=mixed: the SIGKILL of the rest); the next poll
+    # says whether it restarts the server (a crash loop under Restart=), fails the unit, or leaves it inactive.
     return None
 
 

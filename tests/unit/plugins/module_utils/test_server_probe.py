@@ -140,6 +140,8 @@ def test_service_state_reads_systemctl_show():
     ({"ActiveState": "active", "SubState": "running", "NRestarts": 3},
      "the server exited and systemd restarted it 3 time(s) (crash loop)"),
     ({"ActiveState": "inactive", "SubState": "dead", "NRestarts": 0}, "the unit is inactive (dead): the server exited"),
+    # Transient: systemd ends what the exit left; the next poll tells a crash loop from a failed or an ended unit.
+    ({"ActiveState": "deactivating", "SubState": "stop-sigkill", "NRestarts": 0}, None),
 ])
 def test_crash_reason(state, reason):
     assert crash_reason(state) == reason
