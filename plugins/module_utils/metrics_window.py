@@ -122,10 +122,11 @@ def decode_per_request(itl_sum_and_count, tokens_per_s, running):
     adds each step's time to the histogram's sum and counts its tokens, so sum / count is the seconds per token);
     else, without the histogram, the tokens generated per second over the requests running. The latency is observed
     at every step, the tokens counter only when a request ends: over a short interval that counter comes in lumps
-    of whole requests (a 2-s interval read 10 or 900 tokens/s per request at random in the lab)."""
+    of whole requests (a 2-s interval read 10 or 900 tokens/s per request at random in the lab). With the histogram
+    but no step in the window (an idle interval), None: not the counter's lump of a request that ended in it."""
     seconds, tokens = itl_sum_and_count
-    if seconds and tokens:
-        return round(tokens / seconds, 2)
+    if tokens is not None:
+        return round(tokens / seconds, 2) if tokens and seconds else None
     if tokens_per_s is not None and running:
         return round(tokens_per_s / running, 2)
     return None

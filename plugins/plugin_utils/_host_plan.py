@@ -58,7 +58,10 @@ def with_arm(settings):
         raise HostPlanError("sglang_dflash_arm %s is not an arm of sglang_dflash_experiment (%s)" % (
             settings["arm"], ", ".join(a["name"] for a in config["arms"])))
     overrides = _experiment.arm_settings(config, settings["arm"])
-    merged = dict(settings, **overrides)
+    # An arm's speed is the experiment's to judge, on the fleet's traffic, against the control: not the one-client
+    # probe's against the server it replaces (an arm may be slower than a fleet already on DFLASH; that is what the
+    # judge tells). The probe still checks its output and the acceptance floor.
+    merged = dict(settings, min_speedup=None, **overrides)
     if "drafter" in overrides and "draft_model_path" not in overrides:
         merged["draft_model_path"] = None
     if "draft_model_path" in overrides and "drafter" not in overrides:

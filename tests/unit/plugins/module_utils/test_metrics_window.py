@@ -43,6 +43,9 @@ def test_window_figures_over_three_scrapes():
                   ttft=[(0.1, 4.0), (0.2, 5.0), (INF, 5.0)])
     last = snap(120.0, 2000.0, 3.0, [(0.01, 100.0), (0.02, 190.0), (INF, 200.0)], 10.0, aborted=1.0, accept=4.0,
                 ttft=[(0.1, 8.0), (0.2, 10.0), (INF, 10.0)])
+    # 200 tokens decoded in 12 s of steps: 16.67 tokens/s a request.
+    middle["histograms"]["sglang:inter_token_latency_seconds"]["sum"] = 6.0
+    last["histograms"]["sglang:inter_token_latency_seconds"]["sum"] = 12.0
     figures = window_figures([first, middle, last])
     assert figures["seconds"] == 20.0 and figures["samples"] == 3
     assert figures["tokens_per_s"] == 50.0 and figures["running_mean"] == 3.0
@@ -72,7 +75,7 @@ def test_decode_per_request_is_the_inverse_of_the_mean_inter_token_latency():
     # request by the counter).
     last["histograms"]["sglang:inter_token_latency_seconds"]["sum"] = 2.5
     assert window_figures([first, last])["tokens_per_s_per_request"] == 80.0
-    # Without the histogram (or no step in the window): the tokens counter over the requests running.
-    assert decode_per_request((None, None), 50.0, 2.0) == 25.0
-    assert decode_per_request((0.0, 0.0), 50.0, 2.0) == 25.0
-    assert decode_per_request((0.0, 0.0), None, 2.0) is None and decode_per_request((1.0, 10.0), None, None) == 10.0
+    # Without the histogram: the tokens counter over the requests running.
+    assert decode_per_request((None, None), 50.0, 2.0) == 25.0 and decode_per_request((None, None), None, 2.0) is None
+    # With it but no step in the window: nothing decoded, no figure (not the lump of a request that ended in it).
+    assert decode_per_request((0.0, 0.0), 50.0, 2.0) is None and decode_per_request((1.0, 10.0), None, None) == 10.0

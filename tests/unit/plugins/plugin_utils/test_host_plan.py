@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_plan import 
     survey,
     verification,
     verify_targets,
+    with_arm,
     with_speculation,
 )
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
@@ -245,3 +246,15 @@ def test_the_day_two_result_says_each_state_what_to_act_on_and_what_fails():
     assert verification("gpu-1", verdicts, dict(settings, verify_on_degraded="report"))["act_on"] == []
     rows = with_speculation([{"unit": "a.service"}, {"unit": "c.service"}], verdicts)
     assert rows[0]["speculation"]["state"] == "engaged" and rows[1]["speculation"] is None
+
+
+def test_an_arm_sets_its_speculative_setting_and_its_speed_is_the_judges():
+    experiment = {"arms": [{"name": "b8", "hosts": 1, "settings": {"draft_model_path": "/models/b8", "block_size": 8}}]}
+    settings = with_arm(dict(ROLE, arm="b8", experiment=experiment, min_speedup=1.2, min_accept_length=3.0,
+                             drafter={"repo": "z/d", "revision": "a" * 40}))
+    assert (settings["draft_model_path"], settings["block_size"], settings["drafter"]) == ("/models/b8", 8, None)
+    # The one-client probe against the server it replaces does not gate an arm; its acceptance floor still does.
+    assert settings["min_speedup"] is None and settings["min_accept_length"] == 3.0
+    assert with_arm(dict(ROLE, min_speedup=1.2))["min_speedup"] == 1.2
+    with pytest.raises(HostPlanError, match="sglang_dflash_arm b16 is not an arm of sglang_dflash_experiment"):
+        with_arm(dict(ROLE, arm="b16", experiment=experiment))
