@@ -33,9 +33,9 @@ def node(name):
 
 
 REPORT_DIR = os.path.join(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/tmp"), "experiment-report")
-# A drafter that slows with the load would be stopped by the speed probe at the host's load before the experiment
-# judges it: the probe measures one client here, as the operator of (b') in test_canary.py chose.
-ONE_CLIENT_PROBE = ["-e", '{"sglang_dflash_speed_probe_concurrency": [1]}']
+# The experiment judges the arms' speed on the traffic (an arm's switch is not gated by the probe's speed-up):
+# the scenario's switches leave the probe out (each is two probes of the server, before and after).
+NO_PROBE = ["-e", "sglang_dflash_speed_probe=false"]
 
 
 def experiment(arms, load=True, extra=(), **settings):
@@ -43,7 +43,7 @@ def experiment(arms, load=True, extra=(), **settings):
     load; (run, load counts)."""
     config = dict(WINDOW, arms=arms, **settings)
     args = ["-e", json.dumps({"sglang_dflash_experiment": config}), "-e", "sglang_dflash_serial=2",
-            "-e", "sglang_dflash_experiment_report_dir=%s" % REPORT_DIR] + list(extra)
+            "-e", "sglang_dflash_experiment_report_dir=%s" % REPORT_DIR] + NO_PROBE + list(extra)
     if not load:
         return playbook("experiment_dflash.yml", *args), None
     run, counts, _seconds = lab.under_load(GATEWAY, lambda: playbook("experiment_dflash.yml", *args), **LOAD)
@@ -102,7 +102,7 @@ def test_b_block_size_8_against_16_under_the_lab_load_8_is_chosen():
     assert drafters() == {"canary-1": ZLAB, "canary-2": "/models/Qwen3.6-27B-DFlash-b8", "canary-3": ZLAB,
                           "canary-4": ZLAB}
     revert = playbook("revert_dflash.yml", "-e", "sglang_dflash_serial=4", "-e",
-                      "sglang_dflash_restart_stopped_units=true")
+                      "sglang_dflash_restart_stopped_units=true", *NO_PROBE)
     assert revert.returncode == 0, revert.output[-3000:]
     assert set(drafters().values()) == {None}
 
@@ -114,7 +114,7 @@ def test_c_an_arm_that_breaks_a_guardrail_goes_back_at_once_and_the_experiment_g
                                "settings": {"draft_model_path": "/models/Qwen3.6-27B-DFlash-loadbound"}},
                               {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}],
                              rollout=False, judge={"guardrails": {"itl_p99": {"max": 0.012}}},
-                             extra=ONE_CLIENT_PROBE)
+                             )
     said(run, "(c) a guardrail broken", counts)
     assert run.returncode == 0, run.output[-4000:]
     assert "arm(s) loadbound went back at once for a broken guardrail" in run.output
@@ -123,14 +123,15 @@ def test_c_an_arm_that_breaks_a_guardrail_goes_back_at_once_and_the_experiment_g
     assert drafters() == {"canary-1": None, "canary-2": ZLAB, "canary-3": None, "canary-4": None}
     found = report_of()
     assert found["failed_arms"] == ["loadbound"] and found["winner"] == "zlab"
-    revert = playbook("revert_dflash.yml", "--limit", "canary-2", "-e", "sglang_dflash_restart_stopped_units=true")
+    revert = playbook("revert_dflash.yml", "--limit", "canary-2", "-e", "sglang_dflash_restart_stopped_units=true",
+                      *NO_PROBE)
     assert revert.returncode == 0, revert.output[-3000:]
 
 
 def test_d_two_arms_no_better_than_the_control_keep_the_control():
     slow = {"draft_model_path": "/models/Qwen3.6-27B-DFlash-loadbound"}
     run, counts = experiment([{"name": "slow-a", "hosts": 1, "settings": slow},
-                              {"name": "slow-b", "hosts": 1, "settings": slow}], extra=ONE_CLIENT_PROBE)
+                              {"name": "slow-b", "hosts": 1, "settings": slow}])
     said(run, "(d) no arm better than the control", counts)
     assert run.returncode == 0, run.output[-4000:]
     assert "the control stays" in run.output
@@ -149,6 +150,6 @@ def test_e_too_little_traffic_extends_the_window_then_holds():
     # Held: every arm keeps its setting for a person to look at; nothing was rolled out.
     assert drafters() == {"canary-1": ZLAB, "canary-2": STEP4000, "canary-3": None, "canary-4": None}
     revert = playbook("revert_dflash.yml", "--limit", "canary-1,canary-2", "-e", "sglang_dflash_serial=2",
-                      "-e", "sglang_dflash_restart_stopped_units=true")
+                      "-e", "sglang_dflash_restart_stopped_units=true", *NO_PROBE)
     assert revert.returncode == 0, revert.output[-3000:]
     assert set(drafters().values()) == {None}
