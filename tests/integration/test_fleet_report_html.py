@@ -41,6 +41,10 @@ def row(i):
         "host": "gpu-%02d" % i, "status": status, "algorithm": "DFLASH", "mode": "switch", "why_not": why_not,
         "reasons": ["speculative algorithm DFLASH is not supported by this release"] if status == "blocked" else [],
         "flag_names": {"algorithm": "--speculative-algorithm"},
+        # The day-two check on the hosts switched (current, drifted): off on every third of them.
+        "speculation": {"state": "off" if i % 3 == 0 else "engaged", "accept_length": 1.0 if i % 3 == 0 else 6.1,
+                        "accept_length_at_switch": 6.4, "reason": "r", "time": "2026-12-06T12:00:00Z"}
+        if state in ("current", "drifted") else None,
         "switch": {"state": state, "reason": "the reason for %s" % state, "notes": [],
                    "todo": "nothing" if state == "current" else "re-run playbooks/deploy_dflash.yml"},
         "changes": {"kept": ["--model-path /models/Qwen3.6-27B"], "removed": ["--speculative-algorithm NEXTN"],
@@ -83,8 +87,8 @@ def chromium(*args):
 
 def visible_rows(dom):
     body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    return re.findall(r'<tr class="(\w+)" data-status="\w+" data-switch="\w+"(?! hidden)>\s*<td><strong>([\w-]+)',
-                      body)
+    return re.findall(r'<tr class="(\w+)" data-status="\w+" data-switch="\w+" data-speculation="\w+"(?! hidden)>\s*'
+                      r'<td><strong>([\w-]+)', body)
 
 
 def test_self_contained_summary_on_top(report):
@@ -137,6 +141,19 @@ def test_switch_state_filter_runs_in_the_browser(report):
     assert "%d shown" % len(drifted) in dom
     assert re.search(r'id="count-switch-drifted">%d<' % len(drifted), dom)
     assert "re-run playbooks/deploy_dflash.yml" in dom
+
+
+def test_speculation_filter_runs_in_the_browser(report):
+    rows = json.loads(report.with_name("rows.json").read_text())["sglang_fleet_rows"]
+    off = sorted(r["host"] for r in rows if (r.get("speculation") or {}).get("state") == "off")
+    engaged = [r for r in rows if (r.get("speculation") or {}).get("state") == "engaged"]
+    assert off and engaged
+    dom = chromium("--dump-dom", report.as_uri() + "#speculation=off").stdout
+    assert sorted(host for _status, host in visible_rows(dom)) == off
+    assert "%d shown" % len(off) in dom
+    assert re.search(r'id="count-speculation-off">%d<' % len(off), dom)
+    assert re.search(r'id="count-speculation-engaged">%d<' % len(engaged), dom)
+    assert "acceptance 1.00 now, 6.40 at the switch" in dom
 
 
 def test_why_not_filter_and_gpu_architectures_run_in_the_browser(report):
