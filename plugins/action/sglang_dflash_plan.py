@@ -33,6 +33,10 @@ ARGUMENT_SPEC = {
     "verify_window": {"type": "float"},
     # verify: the first verification of this run, whose services the revert or restart since then acted on.
     "previous": {"type": "dict"},
+    # Over the settings: the state a playbook of the collection asks (a revert, a restart), and the only units to plan
+    # (an empty list: none).
+    "state": {"type": "str", "choices": ["present", "absent", "restarted"]},
+    "units": {"type": "list", "elements": "str"},
     "drafters": {"type": "list", "elements": "dict"},
     "results": {"type": "list", "elements": "dict"},
     "plan": {"type": "dict"},
@@ -53,6 +57,10 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         host = task_vars.get("inventory_hostname")
         settings = role_settings(args["settings"], gateway_host=task_vars.get("ansible_host") or host)
+        if args["state"]:
+            settings["state"] = args["state"]
+        if args["units"] is not None:
+            settings.update(units=args["units"], units_only=True)
         mode = args["mode"]
         result["changed"] = False
         try:
@@ -75,9 +83,13 @@ class ActionModule(ActionBase):
             return result
         facts = self._facts(settings, task_vars)
         if mode == "verify":
+            if facts.get("failed"):
+                # A check that could not read the host is not a host with nothing to check.
+                raise AnsibleActionFail("host %s: cannot verify, the host's services could not be read: %s"
+                                        % (host, facts.get("msg") or "no message"))
             window = args["verify_window"] if args["verify_window"] is not None else settings.get("verify_window")
             verified = _host_plan.verification(host, self._speculation(host, facts, settings, window, task_vars),
-                                               settings, args["previous"])
+                                               settings, args["previous"], bool(self._task.check_mode))
             result.update(verified, ansible_facts={"sglang_dflash_verify": verified})
             return result
         if mode == "report":
@@ -125,13 +137,15 @@ class ActionModule(ActionBase):
         (gpufleet.sglang.sglang_speculation_info, one module run for all of them over one window)."""
         try:
             thresholds = _speculation.configure(settings.get("verify_thresholds"))
+            _speculation.check_settings(settings)
         except _speculation.SpeculationSettingsError as exc:
             raise AnsibleActionFail("host %s: %s" % (host, exc)) from None
         servers, records, verdicts = _host_plan.verify_targets(facts, settings, time.time())
         if not servers:
             return verdicts
         observed = self._execute_module(module_name=SPECULATION_MODULE, task_vars=task_vars, module_args={
-            "servers": servers, "window": window or 0, "probe": settings.get("verify_probe") or "no_traffic"})
+            "servers": servers, "window": window or 0, "probe": settings.get("verify_probe") or "no_traffic",
+            "min_requests": thresholds["min_requests"]})
         self._remove_tmp_path(self._connection._shell.tmpdir)
         for evidence in observed.get("servers") or [dict(unit=s["unit"], metrics_problem=observed.get("msg"))
                                                     for s in servers]:

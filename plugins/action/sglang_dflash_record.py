@@ -52,7 +52,7 @@ class ActionModule(ActionBase):
         decided = _outcome.decide(plan, outcome, args["observed"], host, bool(self._task.check_mode), time.time())
         record = decided["record"] if args["write"] else None
         if (record is not None or args["clear_intent"]) and not self._task.check_mode:
-            written = self._write(plan, record, task_vars)
+            written = self._write(plan, record, task_vars, decided.get("record_update"))
             if written.get("failed"):
                 result.update(failed=True, msg=written.get("msg"))
                 return result
@@ -67,15 +67,17 @@ class ActionModule(ActionBase):
             this_run(args["result"], run), host, decided["service"]), run)}
         return result
 
-    def _write(self, plan, record, task_vars):
-        """The record (when there is one), the intent cleared and the previous-state copy dropped, in one module run
-        on the host."""
+    def _write(self, plan, record, task_vars, record_update=None):
+        """The record (when there is one; else what to add to the one there, a restart's time), the intent cleared
+        and the previous-state copy dropped, in one module run on the host."""
         settings = plan.get("settings") or {}
         module_args = {"dir": settings.get("state_dir"), "unit": plan.get("unit"), "clear_intent": True,
                        # A restart's copy holds the files it left untouched: no longer needed either.
                        "drop_snapshot": record is not None or plan.get("mode") == "restart"}
         if record is not None:
             module_args["record"] = record
+        elif record_update:
+            module_args["record_update"] = record_update
         written = self._execute_module(module_name="gpufleet.sglang.sglang_run_state", module_args=module_args,
                                        task_vars=task_vars)
         self._remove_tmp_path(self._connection._shell.tmpdir)

@@ -60,10 +60,15 @@ def traffic(first, last):
     accept_rate_gauge}; verify_steps is None when the server reports no verify counter (not even 0)."""
     requests = _delta(first, last, _requests)
     tokens = _delta(first, last, lambda s: s["counters"].get(GENERATION_TOKENS))
-    # SGLang shows the verify counter from its first verify step on; without it the window cannot tell a release
-    # that has none from a server that ran none, so the probe decides (observe()).
-    steps = _delta(first, last, lambda s: s["counters"].get(VERIFY_STEPS, 0.0)) \
-        if VERIFY_STEPS in last["counters"] else None
+    # Neither the counter nor the gauges: a release that exports no speculative metric; the probe decides (observe()).
+    if VERIFY_STEPS in last["counters"]:
+        steps = _delta(first, last, lambda s: s["counters"].get(VERIFY_STEPS, 0.0))
+    elif ACCEPT_LENGTH in last["gauges"]:
+        # A speculative server shows its gauges from its start and the counter from its first verify step on (0.5.23;
+        # the decode side of PD disaggregation never does): none ran.
+        steps = 0.0
+    else:
+        steps = None
     window = {"seconds": round(last["at"] - first["at"], 2) if first.get("at") and last.get("at") else None,
               "requests": requests, "tokens": tokens, "verify_steps": steps,
               "accept_length": round(tokens / steps, 3) if tokens and steps else None,
@@ -86,11 +91,12 @@ def probe(url, prompt, max_new_tokens, timeout, post=http_post_json):
 
 
 def observe(servers, window_s, probe_prompt=PROBE_PROMPT, probe_max_new_tokens=32, probe_when="no_traffic",
-            timeout=30.0, get=http_get, post=http_post_json, clock=time.time, sleep=time.sleep):
+            timeout=30.0, min_requests=1, get=http_get, post=http_post_json, clock=time.time, sleep=time.sleep):
     """Each server's evidence over one window shared by all: [{unit, url, time, window, metrics_problem, probe}].
 
-    servers: [{unit, url}]. probe_when: no_traffic (a greedy probe where the window saw no ended request or /metrics
-    did not answer), always, never. time: when the window ended (seconds since the epoch).
+    servers: [{unit, url}]. probe_when: no_traffic (a greedy probe where the window saw fewer than min_requests ended
+    requests that decoded, or /metrics did not answer), always, never. time: when the window ended (seconds since
+    the epoch).
     """
     first = {}
     for server in servers:
@@ -103,7 +109,8 @@ def observe(servers, window_s, probe_prompt=PROBE_PROMPT, probe_max_new_tokens=3
         snap_first, problem = first[unit]
         snap_last, problem_last = metrics_text.scrape(url, get=get, clock=clock) if snap_first else (None, problem)
         window = traffic(snap_first, snap_last) if snap_first and snap_last else None
-        quiet = window is None or not window["requests"] or window["verify_steps"] is None
+        quiet = window is None or (window["requests"] or 0) < min_requests or window["verify_steps"] is None \
+            or (window["tokens"] or 0) <= (window["requests"] or 0)
         evidence = {"unit": unit, "url": url, "time": clock(), "window": window,
                     "metrics_problem": problem or problem_last, "probe": None}
         if probe_when == "always" or (probe_when == "no_traffic" and quiet):

@@ -54,6 +54,19 @@ options:
       - Seconds of each switched service's traffic that O(mode=verify) (default, the settings' C(verify_window)) or
         O(mode=report) (default, none) reads; 0 with O(mode=report) reads nothing.
     type: float
+  state:
+    description:
+      - Over the settings' C(state) - C(absent) (a revert), C(restarted) (a switched service restarted as it is) or
+        C(present), as a playbook or task of the collection asks it (the role passes its private
+        C(sglang_dflash__state), which no extra var of the operator's can override).
+    type: str
+    choices: [present, absent, restarted]
+  units:
+    description:
+      - Plan only these units of the selected services; an empty list plans none (the units a day-two action is
+        for). Unset, the settings' C(units) (empty - every selected service).
+    type: list
+    elements: str
   previous:
     description:
       - With O(mode=verify), the first verification of this run (C(sglang_dflash_verify)), once its revert or restart

@@ -62,6 +62,11 @@ options:
     description: Seconds the probe request may take.
     type: int
     default: 30
+  min_requests:
+    description: The fewest requests that must end (and decode) in the window for it to count as evidence; with fewer,
+      O(probe=no_traffic) sends the probe.
+    type: int
+    default: 1
 requirements:
   - Python 3.8 or newer on the target, standard library only.
 extends_documentation_fragment:
@@ -138,6 +143,7 @@ def main():
             probe=dict(type="str", default="no_traffic", choices=["no_traffic", "always", "never"]),
             probe_max_new_tokens=dict(type="int", default=32, no_log=False),
             timeout=dict(type="int", default=30),
+            min_requests=dict(type="int", default=1),
         ),
         supports_check_mode=True,
     )
@@ -146,11 +152,12 @@ def main():
     bad = [s["unit"] for s in p["servers"] if not 1 <= s["port"] <= 65535]
     if bad:
         module.fail_json(msg="host %s: the port of %s must be 1-65535" % (host, ", ".join(bad)))
-    if p["window"] < 0 or p["probe_max_new_tokens"] < 1 or p["timeout"] < 1:
-        module.fail_json(msg="host %s: window must be at least 0, probe_max_new_tokens and timeout at least 1" % host)
+    if p["window"] < 0 or p["probe_max_new_tokens"] < 1 or p["timeout"] < 1 or p["min_requests"] < 1:
+        module.fail_json(msg="host %s: window must be at least 0, probe_max_new_tokens, timeout and min_requests at "
+                             "least 1" % host)
     servers = [{"unit": s["unit"], "url": base_url(s["host"], s["port"])} for s in p["servers"]]
     evidence = observe(servers, p["window"], probe_max_new_tokens=p["probe_max_new_tokens"], probe_when=p["probe"],
-                       timeout=float(p["timeout"]))
+                       timeout=float(p["timeout"]), min_requests=p["min_requests"])
     module.exit_json(changed=False, servers=evidence)
 
 

@@ -187,7 +187,10 @@ def restart_plan(facts, settings):
                 "%s: %s" % (kind, "  ".join(values)) for kind, values in sorted(plan["changes"].items())
                 if kind != "kept" and values) or "its files"))
         return plan
-    plan.update(mode="restart", needs_change=True, starts_server=True, runs_after=True)
+    plan.update(mode="restart", needs_change=True, starts_server=True, runs_after=True,
+                # As it is: the units the switch stopped were stopped then; one running now was started since, on
+                # purpose (a restart is no switch to stop it for).
+                stop_units_now=[])
     # The same server before and after: no speedup to prove (its acceptance still is).
     plan["settings"] = dict(plan["settings"], min_speedup=None)
     return plan
@@ -197,11 +200,12 @@ PLANS = {"present": deployment_plan, "absent": revert_plan, "restarted": restart
 
 
 def selected_services(facts_result, settings):
-    """service_facts, only the units sglang_dflash_units names when it names any (verify_dflash.yml acts on the
-    services it found degraded or off, not on their siblings)."""
+    """service_facts, only the units sglang_dflash_units names when it names any; with units_only (the units a
+    day-two action is for: verify_dflash.yml acts on the services it found degraded or off, not on their siblings),
+    only those, and none for an empty list."""
     services = service_facts(facts_result)
     only = set(unit_name(u) for u in settings.get("units") or [])
-    if not only:
+    if not only and not settings.get("units_only"):
         return services
     return [facts for facts in services if ((facts.get("unit") or {}).get("id") or
                                             unit_name((facts.get("unit") or {}).get("name") or "")) in only]
@@ -246,30 +250,51 @@ def verify_targets(facts_result, settings, now):
             verdicts.append(_speculation.not_running(unit.get("id"), unit.get("active_state"), records[unit.get("id")],
                                                      now))
             continue
-        # Where our server answers: the revert plan reads it from the command we wrote.
+        # Where our server answers: the revert plan reads it from the command we wrote, else systemd's own expansion
+        # of this service's command (the facts' map); never a guess, which could be a sibling's port.
         plan = revert_plan(facts, settings)
-        servers.append({"unit": unit.get("id"), "host": plan.get("old_health_host") or "127.0.0.1",
-                        "port": plan.get("old_port") or (facts.get("service") or {}).get("port")
-                        or SGLANG_DEFAULT_PORT})
+        port = plan.get("old_port") or (facts.get("service") or {}).get("port")
+        if not port:
+            verdicts.append(_speculation.unknown(unit.get("id"), "cannot tell which port its server listens on",
+                                                 records[unit.get("id")], now))
+            continue
+        servers.append({"unit": unit.get("id"), "host": plan.get("old_health_host") or "127.0.0.1", "port": port})
+    # Two units at one address: whose server answers there nobody can tell.
+    shared = [s for s in servers if [(o["host"], o["port"]) for o in servers].count((s["host"], s["port"])) > 1]
+    for server in shared:
+        servers.remove(server)
+        why = "another switched unit of this host names the same address (%s:%s)" % (server["host"], server["port"])
+        verdicts.append(_speculation.unknown(server["unit"], why, records[server["unit"]], now))
     return servers, records, verdicts
 
 
-def verification(host, verdicts, settings, previous=None):
+def verification(host, verdicts, settings, previous=None, check_mode=False):
     """The day-two result of one host (sglang_dflash_verify): {host, action, services (verdicts), act_on (the units the
     action is for), failing (the lines of the services in sglang_dflash_verify_fail_when), lines}. previous: this run's
-    first verification, when a revert or restart acted on its act_on since: each of those units says what was done."""
+    first verification, when a revert or restart acted on its act_on since: each of those units says what was done
+    (or would be, in check mode, or was not: a unit still switched after its revert)."""
     action = settings.get("verify_on_degraded") or "report"
     lines = [_speculation.line(host, v) for v in verdicts] or ["%s: no switched service to verify" % host]
+    for verdict in verdicts:
+        if action == "restart" and verdict["state"] in _speculation.ACTIONABLE and verdict.get("restarted_at"):
+            lines.append("%s: %s is %s still after its restart at %s: not restarted again (revert it, or look at it)"
+                         % (host, verdict["unit"], verdict["state"], verdict["restarted_at"]))
     fail_when = settings.get("verify_fail_when") or []
     done = []
     if previous:
         checked = [v["unit"] for v in verdicts]
         for before in previous.get("services") or []:
-            if before["unit"] in (previous.get("act_on") or []):
-                now = "reverted to its previous server" if before["unit"] not in checked else \
-                    "restarted once, verified again above"
-                done.append("%s: %s was %s at %s; %s by this run" % (
-                    host, before["unit"], before["state"], before.get("time"), now))
+            if before["unit"] not in (previous.get("act_on") or []):
+                continue
+            if check_mode:
+                what = "would be %s (check mode: nothing was changed)" % (
+                    "reverted to its previous server" if previous.get("action") == "revert" else "restarted once")
+            elif previous.get("action") == "revert":
+                what = ("reverted to its previous server by this run" if before["unit"] not in checked else
+                        "still switched: its revert did not happen (see the rollout's lines above)")
+            else:
+                what = "restarted once by this run, verified again above"
+            done.append("%s: %s was %s at %s; %s" % (host, before["unit"], before["state"], before.get("time"), what))
     return {"host": host, "action": action, "services": verdicts,
             "act_on": [] if previous else _speculation.act_on(verdicts, action),
             "failing": [_speculation.line(host, v) for v in verdicts if v["state"] in fail_when],

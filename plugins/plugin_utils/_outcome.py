@@ -52,8 +52,13 @@ def decide(plan, outcome, observed, host, check_mode, now):
         "ready": _ran(observed.get("ready")), "speed": _speed(observed), "out_of_rotation_s": out_s,
         "drain": _ran(observed.get("drain")), "check_mode": check_mode})
     service["resumed"] = (plan.get("interrupted") or {}).get("line")
-    if outcome in ("unchanged", "restarted"):
+    if outcome == "unchanged":
         return {"service": service, "record": None, "message": None}
+    if outcome == "restarted":
+        # The switch's record stays (its figures are what a day-two check compares with); it learns when this restart
+        # was, so that verify_dflash.yml restarts a service once, not at every run (plugin_utils/_speculation.py).
+        return {"service": service, "record": None, "message": None,
+                "record_update": {"restarted": {"time": _iso(now), "run": plan.get("run")}}}
     measurements = {"before": observed.get("speed_before"), "after": _ran(observed.get("speed_after")),
                     "verdict": _speed(observed), "drain": _ran(observed.get("drain")), "out_of_rotation_s": out_s,
                     "canary": observed.get("canary"), "proof": (_ran(observed.get("ready")) or {}).get("generation")}

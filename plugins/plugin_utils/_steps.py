@@ -151,7 +151,8 @@ def rollback_steps(plan, facts, intent, failure, check_mode=False, hooks=None):
         "rejoin_gateway": live and bool(gateway),
         "rejoin_gateways": list(gateway.get("urls") or []),
         "rejoin_hook": live and left and bool(hooks.get("back")),
-        "record": live and restarted,
+        # A failed restart (sglang_dflash_state=restarted) keeps the switch's record: its figures are still what runs.
+        "record": live and restarted and plan.get("mode") != "restart",
         "speed_before": intent.get("speed_before"),
         "left_rotation_at": intent.get("leaving_rotation_at"),
     }

@@ -64,9 +64,12 @@ def test_the_window_counts_requests_tokens_and_verify_steps():
 
 
 def test_without_a_verify_counter_the_window_cannot_say_and_a_restart_voids_it():
-    # The decode side of PD, or a release without the counter: requests ran, no verify counter at all.
+    # A release that exports no speculative metric: requests ran, no counter, no gauge.
     window = traffic(snapshot(metrics(10, 1000), at=1.0), snapshot(metrics(30, 3000), at=11.0))
     assert window["requests"] == 20.0 and window["verify_steps"] is None and window["accept_length"] is None
+    # The decode side of PD (0.5.23): its speculative gauges at 0 from the start, the counter never: no step ran.
+    window = traffic(snapshot(metrics(10, 1000, gauge=0), at=1.0), snapshot(metrics(30, 3000, gauge=0), at=11.0))
+    assert window["verify_steps"] == 0.0
     # The counter appears with the first verify step: absent before, present after, counts from 0.
     window = traffic(snapshot(metrics(0, 0), at=1.0), snapshot(metrics(2, 64, steps=12), at=11.0))
     assert window["verify_steps"] == 12.0
@@ -98,6 +101,18 @@ def test_a_probe_without_spec_fields_ran_no_verify_step_and_a_refused_probe_says
     assert out[0]["probe"]["ok"] and out[0]["probe"]["verify_steps"] == 0
     refused = probe("http://127.0.0.1:30001", "p", 8, 5, post=Server([], status=500).post)
     assert refused["ok"] is False and refused["verify_steps"] is None and "500" in refused["problem"]
+
+
+def test_too_few_requests_for_evidence_send_the_probe():
+    meta = {"completion_tokens": 32, "spec_verify_ct": 6, "spec_accept_length": 5.333}
+    server = Server([metrics(10, 1000, steps=200), metrics(12, 1320, steps=260)], meta=meta)
+    out = observe(SERVER, 10, min_requests=5, get=server.get, post=server.post, clock=server.clock,
+                  sleep=server.sleep)
+    assert out[0]["window"]["requests"] == 2.0 and out[0]["probe"]["verify_steps"] == 6
+    # Requests of one token each decoded nothing: no evidence, the probe.
+    server = Server([metrics(10, 1000, steps=200), metrics(30, 1020, steps=200)], meta=meta)
+    out = observe(SERVER, 10, get=server.get, post=server.post, clock=server.clock, sleep=server.sleep)
+    assert out[0]["probe"] is not None
 
 
 def test_probe_never_or_always():

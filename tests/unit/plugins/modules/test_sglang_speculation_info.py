@@ -10,7 +10,7 @@ from ansible_collections.gpufleet.sglang.plugins.modules import sglang_speculati
 
 from .module_runner import Calls, always_returned, host_msg, run_module
 
-BOUNDS = "window must be at least 0, probe_max_new_tokens and timeout at least 1"
+BOUNDS = "window must be at least 0, probe_max_new_tokens, timeout and min_requests at least 1"
 EVIDENCE = [{"unit": "sglang-qwen.service", "url": "http://127.0.0.1:30001", "time": 1.0, "window": None,
              "metrics_problem": None, "probe": None}]
 
@@ -19,8 +19,8 @@ EVIDENCE = [{"unit": "sglang-qwen.service", "url": "http://127.0.0.1:30001", "ti
 def observed(monkeypatch):
     calls = Calls()
 
-    def observe(servers, window, probe_max_new_tokens, probe_when, timeout):
-        calls.append((servers, window, probe_max_new_tokens, probe_when, timeout))
+    def observe(servers, window, probe_max_new_tokens, probe_when, timeout, min_requests):
+        calls.append((servers, window, probe_max_new_tokens, probe_when, timeout, min_requests))
         return EVIDENCE
 
     monkeypatch.setattr(sglang_speculation_info, "observe", observe)
@@ -35,13 +35,14 @@ def test_reads_each_server_over_one_window(observed, check_mode):
     assert not done.failed and done.result == {"changed": False, "servers": EVIDENCE}
     assert sorted(done.result) == sorted(always_returned(sglang_speculation_info) + ["changed"])
     assert observed == [([{"unit": "sglang-qwen.service", "url": "http://127.0.0.1:30001"},
-                          {"unit": "sglang@b.service", "url": "http://[fe80::1]:30002"}], 10.0, 32, "no_traffic", 30.0)]
+                          {"unit": "sglang@b.service", "url": "http://[fe80::1]:30002"}],
+                         10.0, 32, "no_traffic", 30.0, 1)]
 
 
 def test_the_probe_as_asked(observed):
     run_module(sglang_speculation_info, {"servers": [{"unit": "u", "port": 1}], "window": 0, "probe": "always",
-                                         "probe_max_new_tokens": 64, "timeout": 5})
-    assert observed[0][1:] == (0.0, 64, "always", 5.0)
+                                         "probe_max_new_tokens": 64, "timeout": 5, "min_requests": 3})
+    assert observed[0][1:] == (0.0, 64, "always", 5.0, 3)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -49,6 +50,7 @@ def test_the_probe_as_asked(observed):
     ({"servers": [{"unit": "u", "port": 1}], "window": -1}, BOUNDS),
     ({"servers": [{"unit": "u", "port": 1}], "timeout": 0}, BOUNDS),
     ({"servers": [{"unit": "u", "port": 1}], "probe_max_new_tokens": 0}, BOUNDS),
+    ({"servers": [{"unit": "u", "port": 1}], "min_requests": 0}, BOUNDS),
 ])
 def test_the_bounds(observed, args, message):
     done = run_module(sglang_speculation_info, args)

@@ -218,7 +218,7 @@ def test_sglang_dflash_units_selects_only_those_services():
 def test_the_day_two_check_reads_each_switched_service_where_its_server_answers():
     stopped = switched_facts()
     stopped["unit"] = dict(stopped["unit"], id="sglang-c.service", active_state="failed")
-    stopped["rollout_record"] = {"after": {"accept_length": 6.0}}
+    stopped["rollout_record"] = {"outcome": "switched", "after": {"accept_length": 6.0}}
     result = {"services": [switched_facts(), facts_for(NEXTN), stopped]}
     servers, records, verdicts = verify_targets(result, ROLE, 1796560000.0)
     # The switched service that runs, at the address our command gives it; the one never switched is not checked.
