@@ -2,6 +2,7 @@
 calls identical settings different (A/A), how often it sees an arm 10 % slower (A/B), and the seed's case.
 
     .venv/bin/python tests/bench/experiment_bench.py [--hosts 4] [--aa 20] [--ab 10] [--window 30] [--keep]
+        [--seed-report DIR] [--screenshot PNG]
 
 H lab nodes (podman containers of the node image, SSH and the server's port on 127.0.0.1 only) run SGLang 0.5.23's
 stand-in with --enable-metrics and its SIMULATED seeded noise (tests/standin/gpufleet_standin.py: per-request
@@ -23,20 +24,25 @@ The last line is
 
     experiment hosts=H arms=A window_s=W seed_case=ARM aa_false_difference=K/N ab_detected=K/N failed_requests=F
 
-(failed_requests: through the gateway over every experiment). Not a test: nothing is asserted.
+(failed_requests: through the gateway over every experiment). Not a test: nothing is asserted. --seed-report keeps
+the seed case's experiment-report/ (its JSON and page); --screenshot takes its page in headless Chromium
+(docs/experiment-report.png).
 """
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "traffic"))
 sys.path.insert(0, str(REPO / "tests" / "bench"))
+sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 from lab import under_load  # noqa: E402
 from lab_nodes import GatewayLab, sh  # noqa: E402
+from test_fleet_report_html import chromium  # noqa: E402
 
 PREFIX = "gpufleet-experiment-bench-"
 PORTS = (22700, 31700, 30580, 30585)  # SSH, the servers, the gateway, Prometheus
@@ -52,7 +58,7 @@ GROUP_VARS = {
 }
 
 
-def experiment(inv, env, work, arms, window, rollout):
+def experiment(inv, env, work, arms, window, rollout, keep_report=None):
     config = {"arms": arms, "window": window, "max_window": window, "interval": 2, "chunk": 10, "rollout": rollout}
     extra = {"sglang_dflash_experiment": config, "sglang_dflash_serial": 2,
              "sglang_dflash_experiment_report_dir": str(work / "report")}
@@ -60,6 +66,8 @@ def experiment(inv, env, work, arms, window, rollout):
               json.dumps(extra)], env=env, check=False)
     report = work / "report" / "experiment-report.json"
     found = json.loads(report.read_text()) if report.exists() else {}
+    if keep_report and report.exists():
+        shutil.copytree(report.parent, keep_report, dirs_exist_ok=True)
     if report.exists():
         report.unlink()
     return run, found
@@ -84,6 +92,9 @@ def main():
     parser.add_argument("--window", type=int, default=30)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--keep", action="store_true", help="leave the containers, the gateway and Prometheus")
+    parser.add_argument("--seed-report", help="keep the seed case's experiment-report/ there")
+    parser.add_argument("--screenshot", help="the seed case's page in headless Chromium, as PNG there")
+    parser.add_argument("--size", default="1400,1800", help="the screenshot's browser window, WIDTH,HEIGHT")
     args = parser.parse_args()
     with GatewayLab(PREFIX, args.hosts, PORTS, KEY, GROUP_VARS, args.keep) as lab:
         run_all(lab, args)
@@ -92,16 +103,21 @@ def main():
 def run_all(lab, args):
     inv, env, work, url = lab.inventory, lab.env, lab.work, lab.url
     failed = 0
+    seed_report = Path(args.seed_report) if args.seed_report else (work / "seed-report" if args.screenshot else None)
 
-    def loaded(arms, rollout=False):
-        run, counts, _s = under_load(url, lambda: experiment(inv, env, work, arms, args.window, rollout),
+    def loaded(arms, rollout=False, keep_report=None):
+        run, counts, _s = under_load(url, lambda: experiment(inv, env, work, arms, args.window, rollout, keep_report),
                                      clients=args.clients, long_tokens=400)
         return run[0], run[1], counts
 
     (run, found, counts) = loaded([{"name": "checkpoint", "hosts": 1, "settings": {"draft_model_path": STEP4000}},
                                    {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}],
-                                  rollout=True)
+                                  rollout=True, keep_report=seed_report)
     failed += counts["failed"]
+    if args.screenshot and (seed_report / "experiment-report.html").exists():
+        shot = chromium("--screenshot=%s" % Path(args.screenshot).resolve(), "--window-size=%s" % args.size,
+                        (seed_report / "experiment-report.html").resolve().as_uri())
+        print("screenshot: %s (rc=%d)" % (args.screenshot, shot.returncode), flush=True)
     seed = found.get("winner") or (found.get("outcome") or "none").replace(" ", "-")
     print("seed case: rc=%d outcome=%s winner=%s requests=%d failed=%d" % (
         run.returncode, found.get("outcome"), found.get("winner"), counts["requests"], counts["failed"]), flush=True)
