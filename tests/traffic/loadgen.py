@@ -3,13 +3,15 @@
     python tests/traffic/loadgen.py --url http://127.0.0.1:30180 --clients 8 --duration 300 \
         --stop-file /tmp/stop --out result.json
 
-Each client sends, in turn: a short /generate, a long streamed /generate (in flight when a server stops), a
-short /v1/chat/completions and a long streamed one. --drain-clients more clients send only streams of
---drain-tokens tokens (streamed /generate and chat in turn): streams still in flight whenever a host leaves
-rotation, so that its drain has something to wait for. A request counts as failed when it does not answer 200
-with a complete body; a stream counts as failed when it ends without its final `data: [DONE]`. Bounded: the
-target must be on the loopback range (this lab's own gateway), it stops after --duration seconds or
---max-requests requests or once --stop-file exists, and the requests in flight then finish.
+Each client sends, in an order of its own (seeded by its number): a short /generate, a long streamed /generate (in
+flight when a server stops), a short /v1/chat/completions and a long streamed one, each about as often: never a
+fixed cycle, which a round-robin gateway over as many hosts would align with, sending every long stream to the same
+host (one of two identical hosts ran 10 requests at once, the other 2). --drain-clients more clients send only
+streams of --drain-tokens tokens (streamed /generate and chat, in an order of their own too): streams still in
+flight whenever a host leaves rotation, so that its drain has something to wait for. A request counts as failed
+when it does not answer 200 with a complete body; a stream counts as failed when it ends without its final
+`data: [DONE]`. Bounded: the target must be on the loopback range (this lab's own gateway), it stops after
+--duration seconds or --max-requests requests or once --stop-file exists, and the requests in flight then finish.
 """
 
 import argparse
@@ -17,6 +19,7 @@ import http.client
 import ipaddress
 import json
 import os
+import random
 import statistics
 import sys
 import threading
@@ -139,16 +142,15 @@ def main(argv=None):
     streams = [k for k in KINDS if k[2]]
 
     def client(number):
-        turn = number
+        order = random.Random(number)  # seeded: the same mix each run, in no cycle
         draining = number >= args.clients  # one of the --drain-clients
         while not stopping() and counter.take(args.max_requests):
             if draining:
-                name, path, stream, _tokens = streams[turn % len(streams)]
+                name, path, stream, _tokens = order.choice(streams)
                 tokens = args.drain_tokens
             else:
-                name, path, stream, tokens = KINDS[turn % len(KINDS)]
+                name, path, stream, tokens = order.choice(KINDS)
                 tokens = tokens or args.long_tokens
-            turn += 1
             started = time.monotonic()
             ok, problem = one_request(host, target.port or 80, path, stream, tokens, args.model, headers)
             counter.record(name, ok, problem, time.monotonic() - started)

@@ -9,6 +9,8 @@ import json
 import os
 import sys
 
+import pytest
+
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"))
@@ -61,6 +63,30 @@ def drafters():
     return dict((name, server_info(node(name))["speculative_draft_model_path"]) for name in NODES)
 
 
+def fleet_on(drafter):
+    """The whole fleet on drafter at block 16 (None: on its previous server), unless it is there already: each test
+    starts from its own state whatever the test before it left (one failed test is one failure, not a cascade)."""
+    if set(drafters().values()) == {drafter}:
+        return
+    if drafter is None:
+        run = playbook("revert_dflash.yml", "-e", "sglang_dflash_serial=4", "-e",
+                       "sglang_dflash_restart_stopped_units=true", *NO_PROBE)
+    else:
+        run = playbook("deploy_dflash.yml", "-e", "sglang_dflash_serial=4", "-e",
+                       json.dumps({"sglang_dflash_draft_model_path": drafter, "sglang_dflash_block_size": 16}),
+                       *NO_PROBE)
+    assert run.returncode == 0, run.output[-3000:]
+    assert set(drafters().values()) == {drafter}
+
+
+@pytest.fixture
+def from_previous_servers():
+    """The fleet on its previous servers before the test and after it, whatever the test left."""
+    fleet_on(None)
+    yield
+    fleet_on(None)
+
+
 def said(run, title, counts=None):
     lines = [ln.strip() for ln in run.output.splitlines() if "the experiment (" in ln]
     sys.stderr.write("\n%s rc=%s %s\n%s\n" % (title, run.returncode, counts and "requests=%d failed=%d" % (
@@ -70,6 +96,7 @@ def said(run, title, counts=None):
 def test_a_the_seed_case_zlab_against_the_own_checkpoint_zlab_wins_and_rolls_out():
     """The operator's own checkpoint (step 4000, about 0.65 of z-lab's acceptance) listed first, z-lab's drafter
     second: z-lab's must win on significance, not on order; the checkpoint's host goes back; z-lab rolls out."""
+    fleet_on(None)
     run, counts = experiment([{"name": "checkpoint", "hosts": 1, "settings": {"draft_model_path": STEP4000}},
                               {"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}}])
     said(run, "(a) zlab against the checkpoint", counts)
@@ -91,23 +118,28 @@ def test_b_block_size_8_against_16_under_the_lab_load_8_is_chosen():
     significantly better than the control to be chosen. The verdict only; then the whole fleet goes back to its
     previous server for the tests after. A 60-s window: at 2-s samples of one host an arm, 30 s sees a 9 % shift
     with an interval about as wide as the shift."""
-    run, counts = experiment([{"name": "b16", "hosts": 1, "settings": {"block_size": 16}},
-                              {"name": "b8", "hosts": 1,
-                               "settings": {"draft_model_path": "/models/Qwen3.6-27B-DFlash-b8", "block_size": 8}}],
-                             rollout=False, window=60, max_window=60)
-    said(run, "(b) block size 8 against 16", counts)
-    assert run.returncode == 0, run.output[-4000:]
-    assert "arm b8 wins" in run.output
-    assert counts["failed"] == 0, counts["failures"]
-    # The verdict only: the winner's host keeps it, the other arm's is as it was, the control untouched.
-    assert drafters() == {"canary-1": ZLAB, "canary-2": "/models/Qwen3.6-27B-DFlash-b8", "canary-3": ZLAB,
-                          "canary-4": ZLAB}
-    revert = playbook("revert_dflash.yml", "-e", "sglang_dflash_serial=4", "-e",
-                      "sglang_dflash_restart_stopped_units=true", *NO_PROBE)
-    assert revert.returncode == 0, revert.output[-3000:]
-    assert set(drafters().values()) == {None}
+    fleet_on(ZLAB)
+    try:
+        run, counts = experiment([{"name": "b16", "hosts": 1, "settings": {"block_size": 16}},
+                                  {"name": "b8", "hosts": 1, "settings": {
+                                      "draft_model_path": "/models/Qwen3.6-27B-DFlash-b8", "block_size": 8}}],
+                                 rollout=False, window=60, max_window=60)
+        said(run, "(b) block size 8 against 16", counts)
+        assert run.returncode == 0, run.output[-4000:]
+        assert "arm b8 wins" in run.output
+        assert counts["failed"] == 0, counts["failures"]
+        # The verdict only: the winner's host keeps it, the other arm's is as it was, the control untouched.
+        assert drafters() == {"canary-1": ZLAB, "canary-2": "/models/Qwen3.6-27B-DFlash-b8", "canary-3": ZLAB,
+                              "canary-4": ZLAB}
+        revert = playbook("revert_dflash.yml", "-e", "sglang_dflash_serial=4", "-e",
+                          "sglang_dflash_restart_stopped_units=true", *NO_PROBE)
+        assert revert.returncode == 0, revert.output[-3000:]
+        assert set(drafters().values()) == {None}
+    finally:
+        fleet_on(None)
 
 
+@pytest.mark.usefixtures("from_previous_servers")
 def test_c_an_arm_that_breaks_a_guardrail_goes_back_at_once_and_the_experiment_goes_on():
     """A drafter that slows with the load (SIMULATED) breaks an inter-token latency guardrail of 12 ms on the first
     chunk; its host goes back at once and the other arm is judged over the rest of the window."""
@@ -129,6 +161,7 @@ def test_c_an_arm_that_breaks_a_guardrail_goes_back_at_once_and_the_experiment_g
     assert revert.returncode == 0, revert.output[-3000:]
 
 
+@pytest.mark.usefixtures("from_previous_servers")
 def test_d_two_arms_no_better_than_the_control_keep_the_control():
     slow = {"draft_model_path": "/models/Qwen3.6-27B-DFlash-loadbound"}
     run, counts = experiment([{"name": "slow-a", "hosts": 1, "settings": slow},
@@ -141,6 +174,7 @@ def test_d_two_arms_no_better_than_the_control_keep_the_control():
     assert report_of()["outcome"] == "keep control"
 
 
+@pytest.mark.usefixtures("from_previous_servers")
 def test_e_too_little_traffic_extends_the_window_then_holds():
     run, _counts = experiment([{"name": "zlab", "hosts": 1, "settings": {"draft_model_path": ZLAB}},
                                {"name": "checkpoint", "hosts": 1, "settings": {"draft_model_path": STEP4000}}],
