@@ -74,7 +74,7 @@ def settled(window, intended=True):
     what it runs; a second rerun changes nothing."""
     assert gateway_workers() == dict((w, "ready") for w in WORKERS)
     host = node("traffic-1")
-    on_it = ("--speculative-draft-window-size %d" % window) in exec_start(host)
+    on_it = ("--speculative-draft-window-size %d" % window) in " ".join(exec_start(host))
     assert on_it == intended, exec_start(host)
     assert server_info(host)["speculative_algorithm"] == "DFLASH"
     assert not host.file("/var/lib/gpufleet-sglang/sglang.service.intent.json").exists
