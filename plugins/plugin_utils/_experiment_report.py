@@ -65,7 +65,8 @@ def svg_plot(points_by_group, title, width=640, height=220):
         colour = CONTROL_COLOUR if name == "control" else COLOURS[number % len(COLOURS)]
         line = " ".join("%.1f,%.1f" % (pad_l + (x - x0) * sx, height - pad_b - (y - y0) * sy) for x, y in pts)
         parts.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>' % (line, colour))
-        parts.append('<text x="%d" y="%d" fill="%s" class="l">%s</text>' % (
+        # The legend in the line's colour: a style attribute, as the class's fill would win over a fill attribute.
+        parts.append('<text x="%d" y="%d" class="l" style="fill:%s;font-weight:600">%s</text>' % (
             width - pad_r + 8, pad_t + 14 + 16 * number, colour, html.escape(name)))
     parts.append("</svg>")
     return "".join(parts)
