@@ -42,7 +42,7 @@ def states(run):
 
 
 def speculating():
-    return dict((name, "--speculative-algorithm DFLASH" in exec_start(node(name))) for name in NODES)
+    return dict((name, "--speculative-algorithm DFLASH" in " ".join(exec_start(node(name)))) for name in NODES)
 
 
 def said(title, run, counts=None):
