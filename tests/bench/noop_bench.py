@@ -46,8 +46,8 @@ def nothing_changed(name, run):
     recap = RECAP.findall(run.stdout)
     if run.returncode != 0 or not recap or any(changed != "0" or unreachable != "0" or failed != "0"
                                                for _host, changed, unreachable, failed in recap):
-        sys.exit("%s was not a run with nothing to do (rc=%d):\n%s%s" % (name, run.returncode, run.stderr,
-                                                                      run.stdout[-3000:]))
+        printed = run.stderr + run.stdout[-3000:]
+        sys.exit("%s was not a run with nothing to do (rc=%d):\n%s" % (name, run.returncode, printed))
 
 
 def main():
