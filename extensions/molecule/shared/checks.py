@@ -24,6 +24,11 @@ def exec_start(host, unit="sglang.service"):
     return re.search(r"argv\[\]=(.*?) ; ignore_errors=", value).group(1).split(" ")
 
 
+def command_line(host, unit="sglang.service"):
+    """The effective ExecStart as one line: a flag and its value are looked for here, not in the argv list."""
+    return " ".join(exec_start(host, unit))
+
+
 def written_flags(host, unit="sglang.service"):
     return [a for a in exec_start(host, unit) if a.startswith("--")]
 

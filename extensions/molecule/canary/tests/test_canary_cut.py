@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"
 
 import cut  # noqa: E402
 import lab  # noqa: E402
-from checks import PLAYBOOK, exec_start, rollout  # noqa: E402
+from checks import PLAYBOOK, command_line, rollout  # noqa: E402
 from test_canary import CANARY, GATEWAY, KEY, LOAD, NODES, WORKERS, gateway_workers, node  # noqa: E402
 
 testinfra_hosts = ["podman://canary-1"]
@@ -44,7 +44,7 @@ def test_a_cut_canary_window_is_judged_again_by_the_rerun():
     assert counts["failed"] == 0, counts["failures"]
     assert gateway_workers() == dict((w, "ready") for w in WORKERS)
     for name in NODES:
-        assert "--speculative-draft-window-size 3072" in " ".join(exec_start(node(name))), name
+        assert "--speculative-draft-window-size 3072" in command_line(node(name)), name
         assert not node(name).file("/var/lib/gpufleet-sglang/sglang.service.intent.json").exists, name
     record = json.loads(node("canary-1").file("/var/lib/gpufleet-sglang/sglang.service.last-rollout.json")
                         .content_string)

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"))
 
 import lab  # noqa: E402
-from checks import exec_start, playbook, recap_changed  # noqa: E402
+from checks import command_line, playbook, recap_changed  # noqa: E402
 from test_canary import GATEWAY, LOAD, NODES, WORKERS, gateway_workers, node, pids  # noqa: E402
 
 testinfra_hosts = ["podman://canary-1"]
@@ -42,7 +42,7 @@ def states(run):
 
 
 def speculating():
-    return dict((name, "--speculative-algorithm DFLASH" in " ".join(exec_start(node(name)))) for name in NODES)
+    return dict((name, "--speculative-algorithm DFLASH" in command_line(node(name))) for name in NODES)
 
 
 def said(title, run, counts=None):

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "shared"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "..", "tests", "traffic"))
 
 import cut  # noqa: E402
-from checks import PLAYBOOK, exec_start, recap_changed, rollout, server_info  # noqa: E402
+from checks import PLAYBOOK, command_line, recap_changed, rollout, server_info  # noqa: E402
 from lab import under_load  # noqa: E402
 from test_traffic import (  # noqa: E402
     BEHIND_HAPROXY,
@@ -74,8 +74,8 @@ def settled(window, intended=True):
     what it runs; a second rerun changes nothing."""
     assert gateway_workers() == dict((w, "ready") for w in WORKERS)
     host = node("traffic-1")
-    on_it = ("--speculative-draft-window-size %d" % window) in " ".join(exec_start(host))
-    assert on_it == intended, exec_start(host)
+    on_it = ("--speculative-draft-window-size %d" % window) in command_line(host)
+    assert on_it == intended, command_line(host)
     assert server_info(host)["speculative_algorithm"] == "DFLASH"
     assert not host.file("/var/lib/gpufleet-sglang/sglang.service.intent.json").exists
     assert not host.file("/var/lib/gpufleet-sglang/sglang.service").exists  # no previous-state copy left
