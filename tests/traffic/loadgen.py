@@ -7,8 +7,10 @@ Each client sends, in an order of its own (seeded by its number): a short /gener
 flight when a server stops), a short /v1/chat/completions and a long streamed one, each about as often: never a
 fixed cycle, which a round-robin gateway over as many hosts would align with, sending every long stream to the same
 host (one of two identical hosts ran 10 requests at once, the other 2). --drain-clients more clients send only
-streams of --drain-tokens tokens (streamed /generate and chat, in an order of their own too): streams still in
-flight whenever a host leaves rotation, so that its drain has something to wait for. A request counts as failed
+streamed chats of --drain-tokens tokens: streams still in flight whenever a host leaves rotation, so that its drain
+has something to wait for (chats, whose events carry only the new text: a streamed /generate carries the whole text
+and token ids at every step, SGLang's way, so a 6000-token one moves 200 MB through the gateway, and the lab would
+measure JSON rather than the rollout). A request counts as failed
 when it does not answer 200 with a complete body; a stream counts as failed when it ends without its final
 `data: [DONE]`. Bounded: the target must be on the loopback range (this lab's own gateway), it stops after
 --duration seconds or --max-requests requests or once --stop-file exists, and the requests in flight then finish.
@@ -113,7 +115,7 @@ def main(argv=None):
     parser.add_argument("--long-tokens", type=int, default=1000,
                         help="tokens of the long streamed requests (in flight when a server stops)")
     parser.add_argument("--drain-clients", type=int, default=0,
-                        help="more clients that send only streams of --drain-tokens tokens")
+                        help="more clients that send only streamed chats of --drain-tokens tokens")
     parser.add_argument("--drain-tokens", type=int, default=2500,
                         help="tokens of those streams (2500: about 25 s on the stand-in before the switch)")
     parser.add_argument("--model", default="/models/Qwen3.6-27B")
@@ -139,15 +141,14 @@ def main(argv=None):
     def stopping():
         return time.monotonic() >= deadline or (args.stop_file and os.path.exists(args.stop_file))
 
-    streams = [k for k in KINDS if k[2]]
+    long_chat = [k for k in KINDS if k[0] == "chat_stream"][0]
 
     def client(number):
         order = random.Random(number)  # seeded: the same mix each run, in no cycle
         draining = number >= args.clients  # one of the --drain-clients
         while not stopping() and counter.take(args.max_requests):
             if draining:
-                name, path, stream, _tokens = order.choice(streams)
-                tokens = args.drain_tokens
+                (name, path, stream, _tokens), tokens = long_chat, args.drain_tokens
             else:
                 name, path, stream, tokens = order.choice(KINDS)
                 tokens = tokens or args.long_tokens

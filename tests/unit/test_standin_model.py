@@ -258,6 +258,26 @@ def test_meta_info_figures_agree_with_the_drawn_steps():
     assert standin.spec_meta(400, plan.verify_steps, 16, NEW)["spec_accept_length"] == 400.0 / plan.verify_steps
 
 
+@pytest.mark.parametrize("degenerate", [False, True])
+def test_a_streams_steps_send_the_whole_answer_once_in_order(monkeypatch, degenerate):
+    """A chat stream's deltas add up to the answer, a streamed /generate's last text is the whole answer, and each
+    step builds only its new words (a 6000-token stream built the whole answer at every step: 6 s of CPU)."""
+    monkeypatch.setattr(standin.State, "degenerate", degenerate)
+    prompt, tokens = "The lab's load generator says hello.", 300
+    whole = standin.answer(prompt, tokens)
+    assert len(whole.split()) == tokens
+    cuts = [0, 1, 7, 8, 150, 299, 300]
+    assert "".join(standin.answer(prompt, end, start) for start, end in zip(cuts, cuts[1:])) == whole
+    assert standin.answer(prompt, 50, 50) == ""
+    built = []
+    monkeypatch.setattr(standin, "decode", lambda plan, prompt="", streaming=False: iter(cuts[1:]))
+    real_answer = standin.answer
+    monkeypatch.setattr(standin, "answer", lambda p, t, start=0: built.append(t - start) or real_answer(p, t, start))
+    events = list(standin.generate_stream({"text": prompt, "sampling_params": {"max_new_tokens": tokens}}))
+    assert events[-1]["text"] == whole and events[-1]["output_ids"] == list(range(tokens))
+    assert sum(built) == tokens
+
+
 def test_release_numbers():
     assert standin.release_tuple("0.5.23") == (0, 5, 23) and standin.release_tuple("0.5.6") < (0, 5, 11)
     assert standin.release_tuple("0.9.0.dev0+ddtree") == (0, 9, 0) and standin.release_tuple("0.5.6rc1") == (0, 5, 6)

@@ -27,10 +27,10 @@ WORKERS = ["http://127.0.0.1:3112%d" % n for n in (1, 2, 3, 4)]
 # 8 clients; long streams of 400 tokens (4 s before the switch, about 1 s with DFlash) are in flight whenever a
 # server stops.
 LOAD = {"clients": 8, "long_tokens": 400}
-# And 8 more that send only long streams of 6000 tokens (about 60 s before the switch, 13 s with DFlash), so a
+# And 8 more that send only long streams of 3000 tokens (about 30 s before the switch, 6.5 s with DFlash), so a
 # host that leaves rotation still has streams in flight, and its drain must wait for them.
-DRAIN_LOAD = dict(LOAD, drain_clients=8, drain_tokens=6000)
-HAPROXY_LOAD = dict(LOAD, drain_clients=4, drain_tokens=6000)
+DRAIN_LOAD = dict(LOAD, drain_clients=8, drain_tokens=3000)
+HAPROXY_LOAD = dict(LOAD, drain_clients=4, drain_tokens=3000)
 # The lab's HAProxy (tests/traffic/lab-haproxy.sh): the same four servers, through its Runtime API.
 HAPROXY = "http://127.0.0.1:30280"
 HAPROXY_SOCKET = "unix://%s/haproxy/admin.sock" % os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")

@@ -32,6 +32,9 @@ testinfra_hosts = ["podman://traffic-1"]
 NODES = ["traffic-1", "traffic-2", "traffic-3", "traffic-4"]
 # Each cut switches traffic-1 to another draft window (a real change: out of rotation, drain, restart, proof).
 WINDOWS = iter(range(2112, 4096, 64))
+# Streams of 6000 tokens (13 s with DFlash): a drain long enough for a cut to land in it.
+CUT_LOAD = dict(DRAIN_LOAD, drain_tokens=6000)
+CUT_HAPROXY_LOAD = dict(HAPROXY_LOAD, drain_tokens=6000)
 
 
 def node(name):
@@ -47,9 +50,9 @@ def command(window, *extra):
 
 
 def cut_and_rerun(step, *extra, load=None, load_url=GATEWAY, dropin=True):
-    """The rollout of traffic-1 cut at `step`, then the same command again, under the lab's load (DRAIN_LOAD unless
+    """The rollout of traffic-1 cut at `step`, then the same command again, under the lab's load (CUT_LOAD unless
     `load` says otherwise): (the cut's output, the rerun, the load's counts, the window asked)."""
-    load = DRAIN_LOAD if load is None else load
+    load = CUT_LOAD if load is None else load
     window = next(WINDOWS)
     host = cut.Host("traffic-1", WORKERS[0])
     conditions = cut.steps(host, GATEWAY, KEY, "--speculative-draft-window-size %d" % window if dropin else None)
@@ -126,14 +129,15 @@ def test_cut_during_a_rollback_the_rerun_finishes_it():
     _output, rerun, counts, window = cut_and_rerun(
         "rollback", "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-broken", dropin=False)
     assert rerun.returncode != 0
-    assert "this run finishes it" in rerun.output and "the previous service is back and healthy" in rerun.output
+    assert "this run finishes it" in rerun.output, rerun.output[-6000:]
+    assert "the previous service is back and healthy" in rerun.output, rerun.output[-6000:]
     assert counts["failed"] == 0, counts["failures"]
     settled(window, intended=False)
 
 
 def test_cut_behind_haproxy_the_rerun_puts_the_server_back_ready():
     """Cut while traffic-1 leaves HAProxy's rotation (DRAIN, then MAINT): the rerun switches it and sets it READY."""
-    _output, rerun, counts, window = cut_and_rerun("leaving_rotation", *BEHIND_HAPROXY, load=HAPROXY_LOAD,
+    _output, rerun, counts, window = cut_and_rerun("leaving_rotation", *BEHIND_HAPROXY, load=CUT_HAPROXY_LOAD,
                                                    load_url=HAPROXY)
     assert rerun.returncode == 0, rerun.output[-4000:]
     assert counts["failed"] == 0, counts["failures"]
