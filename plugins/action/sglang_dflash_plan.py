@@ -75,6 +75,7 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("mode=rollback needs the failed service's plan")
             result["steps"] = _steps.rollback_steps(args["plan"], args["plan"].get("facts"), args["intent"],
                                                     args["failure"], bool(self._task.check_mode), _hooks(settings))
+            result["failure"] = args["failure"] or {}
             return result
         try:
             settings = _host_plan.resolve_drafters(settings, host, args["drafters"])

@@ -202,6 +202,13 @@ steps:
   description: The rollback's steps (O(mode=rollback)).
   returned: O(mode=rollback)
   type: dict
+failure:
+  description:
+    - The failed task's result the rollback is for (O(failure)), kept for the rollback's message and record.
+    - A later step of the rollback that fails and is rescued (putting the host back in rotation) replaces
+      C(ansible_failed_result), and would otherwise become the reason the switch failed.
+  returned: O(mode=rollback)
+  type: dict
 hub:
   description: The host's drafter sources on a mirror, each with its services (O(mode=drafters) without results).
   returned: O(mode=drafters)

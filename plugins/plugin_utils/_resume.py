@@ -38,7 +38,8 @@ def _when(epoch):
 
 
 def interrupted(intent, plan):
-    """{phase, action, line, run, since, gateway, speed_before, snapshot_exists, reason} of a cut run; None without.
+    """{phase, action, line, run, since, gateway, speed_before, snapshot_exists, reason, old_active} of a cut run;
+    None without. old_active: whether the service ran before that run's switch (None: it had changed nothing).
 
     action: continue (the switch goes on), prove (restart and prove what is written), rejoin (put the host back),
     rollback (finish the rollback), canary (judge the canary again, or leave it), unreadable.
@@ -48,7 +49,7 @@ def interrupted(intent, plan):
     unit = (plan or {}).get("unit")
     if intent.get("error"):
         return {"phase": None, "action": "unreadable", "run": None, "since": None, "gateway": None,
-                "speed_before": None, "snapshot_exists": False, "reason": None,
+                "speed_before": None, "snapshot_exists": False, "reason": None, "old_active": None,
                 "line": "interrupted: %s; remove it once %s is as it should be" % (intent["error"], unit)}
     phase = intent.get("phase")
     since = _when(intent.get("leaving_rotation_at") or intent.get("started"))
@@ -59,7 +60,8 @@ def interrupted(intent, plan):
     action, todo = _action(phase, intent, plan or {})
     return {"phase": phase, "action": action, "run": run, "since": since, "gateway": gateway,
             "speed_before": intent.get("speed_before"), "snapshot_exists": bool(intent.get("snapshot_exists")),
-            "reason": intent.get("reason"), "line": "interrupted: %s%s; %s" % (out, _what(phase), todo)}
+            "reason": intent.get("reason"), "old_active": intent.get("old_active"),
+            "line": "interrupted: %s%s; %s" % (out, _what(phase), todo)}
 
 
 def _what(phase):

@@ -67,8 +67,13 @@ def test_the_drafter_sources_and_what_each_gave(run_action):
 def test_the_rollback_is_decided_from_the_intent(run_action):
     plan = {"unit": "sglang-qwen.service", "mode": "switch", "starts_server": True, "old_active": True,
             "old_port": 30001, "facts": {}}
-    steps = run_action(ActionModule, {"settings": SETTINGS, "mode": "rollback", "plan": plan,
-                                      "intent": {"switching_at": 1.0, "restarting_at": 2.0}, "failure": {}})["steps"]
+    decided = run_action(ActionModule, {"settings": SETTINGS, "mode": "rollback", "plan": plan,
+                                        "intent": {"switching_at": 1.0, "restarting_at": 2.0},
+                                        "failure": {"msg": "crashed", "failed": True}})
+    steps = decided["steps"]
     assert steps["stop_new"] and steps["restore"] and steps["record"]
+    # The switch's failure, kept for the message: a rescued failure of the rollback's rejoin replaces
+    # ansible_failed_result before the record is written.
+    assert decided["failure"] == {"msg": "crashed", "failed": True}
     with pytest.raises(AnsibleActionFail, match="needs the failed service's plan"):
         run_action(ActionModule, {"settings": SETTINGS, "mode": "rollback"})

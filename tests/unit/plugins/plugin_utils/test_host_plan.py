@@ -21,6 +21,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_plan import 
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._plan import deployment_plan
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._records import fleet_row
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._steps import rollback_steps
 from plan_facts import NEXTN, SETTINGS, facts_for
 
 ROLE = role_settings(SETTINGS, gateway_host="10.0.0.5")
@@ -118,6 +119,22 @@ def test_a_cut_rollback_is_finished():
     facts["intent"] = {"phase": "rolling_back", "run": "r", "reason": "the new server crashed"}
     steps = plan_host({"services": [facts]}, ROLE, "gpu-1")["services"][0]["steps"]
     assert steps["resume_rollback"] is True and not steps["restart"]
+
+
+def test_a_cut_rollback_starts_the_previous_server_that_ran_before_the_switch_whatever_the_unit_is_now():
+    """Cut while the crashing new server was down (or after the cut run had stopped it): the unit is not active now,
+    but the service ran before that run's switch, as its intent says, so the rollback starts and checks it."""
+    facts = switched_facts()
+    facts["unit"]["active_state"] = "activating"
+    facts["intent"] = {"phase": "rolling_back", "run": "r", "reason": "crashed", "switching_at": 1.0,
+                       "restarting_at": 2.0, "old_active": True}
+    plan = plan_host({"services": [facts]}, ROLE, "gpu-1")["services"][0]
+    assert plan["steps"]["resume_rollback"] is True and plan["old_active"] is True
+    rollback = rollback_steps(plan, facts, facts["intent"], {"msg": "cut"})
+    assert rollback["start_old"] and rollback["wait_old"] and rollback["stop_new"] and rollback["restore"]
+    # Without the word of the cut run (one that had changed nothing), the unit's state now decides.
+    del facts["intent"]["old_active"]
+    assert plan_host({"services": [facts]}, ROLE, "gpu-1")["services"][0]["old_active"] is False
 
 
 def test_a_drafter_source_set_wrong_is_refused_naming_the_host():
