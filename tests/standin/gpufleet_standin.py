@@ -12,6 +12,12 @@ A file GPUFLEET_STANDIN_PARSER saying "source" in the model directory (--model-p
 the source even where SGLang's imports: about 40 MB a server instead of 330 (tests/bench/fleet_bench.py serves a
 hundred nodes on one machine).
 
+A command line SGLang's own parser accepted once on this node is not parsed again: its settings are kept in
+/var/cache/gpufleet-standin/ (by release, package path, command line and SGLANG* environment), and a later start
+with the same ones reads them instead of importing SGLang (torch and all: about 4 s of CPU a start, most of the lab's
+server starts are restarts with a command line seen before). A new command line, a flag the release does not have
+included, is always parsed by the release's parser; the server says "parse_cached" when it was not.
+
 Failure knobs for the tests (simulated, set per drafter directory):
 - a file GPUFLEET_STANDIN_CRASH makes the server exit while "loading weights", as a corrupt drafter
   would (under Restart= that is a crash loop);
@@ -132,6 +138,7 @@ import collections
 import fractions
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import math
 import os
@@ -993,20 +1000,57 @@ def configure_speculation(settings, draft):
     log("SIMULATED noise %s" % noise)
 
 
+PARSE_CACHE_DIR = "/var/cache/gpufleet-standin"
+
+
+def parse_cache_path(argv):
+    """Where the settings SGLang's parser gave for this command line are kept (see the module docstring)."""
+    try:
+        package = os.path.dirname(importlib.util.find_spec("sglang").origin)
+    except (AttributeError, ImportError, ValueError):
+        return None
+    environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("SGLANG"))
+    key = json.dumps([sglang_version(), package, argv, environment])
+    return os.path.join(PARSE_CACHE_DIR, hashlib.sha256(key.encode()).hexdigest() + ".json")
+
+
+def parsed_settings(argv):
+    """(settings, parser kind, cached): the command line parsed by the release's parser, or its earlier parse."""
+    source = wants_source_parser(argv)
+    cache = None if source else parse_cache_path(argv)
+    if cache:
+        try:
+            with open(cache) as handle:
+                return json.load(handle), "sglang", True
+        except (OSError, ValueError):
+            pass
+    parser, kind = sglang_parser(source)
+    settings = vars(parser.parse_args(argv))  # exits 2 on a flag this release does not have
+    if cache and kind == "sglang":
+        try:
+            os.makedirs(PARSE_CACHE_DIR, exist_ok=True)
+            with open(cache + ".tmp", "w") as handle:
+                json.dump(settings, handle)
+            os.replace(cache + ".tmp", cache)
+        except (OSError, TypeError, ValueError):  # not writable, or a value JSON does not keep: parsed each time
+            pass
+    return settings, kind, False
+
+
 def main(argv):
-    parser, kind = sglang_parser(wants_source_parser(argv))
-    args = parser.parse_args(argv)  # exits 2 on a flag this release does not have
-    settings = vars(args)
+    settings, kind, cached = parsed_settings(argv)
     model = settings.get("model_path")
     if not model or not os.path.isdir(model):
         log("model path %r is not a directory" % model)
         return 1
     draft = settings.get("speculative_draft_model_path")
     version = sglang_version()
-    log("sglang %s, parser: %s, speculative_algorithm=%s, draft=%s"
-        % (version, kind, settings.get("speculative_algorithm"), draft))
+    log("sglang %s, parser: %s%s, speculative_algorithm=%s, draft=%s"
+        % (version, kind, " (this command line's earlier parse)" if cached else "",
+           settings.get("speculative_algorithm"), draft))
     State.info = dict(settings, version=version, launch_command=" ".join(["sglang serve"] + argv),
-                      gpufleet_standin={"parser": kind, "pid": os.getpid(), "cwd": os.getcwd(),
+                      gpufleet_standin={"parser": kind, "parse_cached": cached, "pid": os.getpid(),
+                                        "cwd": os.getcwd(),
                                         "environment_names": sorted(os.environ)})
     State.release = release_tuple(version)
     override = os.path.join(draft or "", "GPUFLEET_STANDIN_SERVER_INFO.json")

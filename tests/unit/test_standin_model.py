@@ -278,6 +278,37 @@ def test_a_streams_steps_send_the_whole_answer_once_in_order(monkeypatch, degene
     assert sum(built) == tokens
 
 
+def test_a_command_line_the_releases_parser_accepted_is_not_parsed_again(monkeypatch, tmp_path):
+    """The stand-in keeps the settings SGLang's parser gave for a command line; a new command line, and one with a
+    flag the release does not have, go to the parser (which exits 2 on the latter, and nothing is kept)."""
+    import argparse
+
+    calls = []
+
+    def release_parser(from_source=False):
+        calls.append(from_source)
+        parser = argparse.ArgumentParser(prog="sglang serve")
+        parser.add_argument("--model-path")
+        parser.add_argument("--port", type=int, default=30000)
+        return parser, "sglang"
+
+    monkeypatch.setattr(standin, "sglang_parser", release_parser)
+    monkeypatch.setattr(standin, "PARSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(standin, "parse_cache_path",
+                        lambda argv: str(tmp_path / ("%s.json" % abs(hash(tuple(argv))))))
+    argv = ["--model-path", "/models/m", "--port", "30001"]
+    assert standin.parsed_settings(argv) == ({"model_path": "/models/m", "port": 30001}, "sglang", False)
+    assert standin.parsed_settings(argv) == ({"model_path": "/models/m", "port": 30001}, "sglang", True)
+    assert len(calls) == 1
+    assert standin.parsed_settings(argv[:2])[2] is False and len(calls) == 2
+    with pytest.raises(SystemExit) as exited:
+        standin.parsed_settings(argv + ["--no-such-flag"])
+    assert exited.value.code == 2 and len(calls) == 3
+    with pytest.raises(SystemExit):
+        standin.parsed_settings(argv + ["--no-such-flag"])
+    assert len(calls) == 4  # a refused command line is never kept
+
+
 def test_release_numbers():
     assert standin.release_tuple("0.5.23") == (0, 5, 23) and standin.release_tuple("0.5.6") < (0, 5, 11)
     assert standin.release_tuple("0.9.0.dev0+ddtree") == (0, 9, 0) and standin.release_tuple("0.5.6rc1") == (0, 5, 6)
