@@ -59,7 +59,7 @@ run_stage() {
       done_stage unit ;;
     pytest)
       stage pytest
-      run_pytest tests/unit tests/integration
+      run_pytest --durations=25 tests/unit tests/integration
       done_stage pytest ;;
     molecule | molecule:*)
       local scenarios=()
@@ -78,7 +78,7 @@ run_stage() {
 run_all() {
   local log=.cache/test-logs/checks-lane.log checks_rc=0 system_rc=0 pid
   # shellcheck disable=SC2054 # molecule:A,B is one stage naming two scenarios
-  local checks=(lint sanity versions molecule:default,canary) system=(pytest molecule:fleet,multi,traffic,brownfield)
+  local checks=(lint sanity versions molecule:default,canary,brownfield) system=(pytest molecule:fleet,multi,traffic)
   mkdir -p "$(dirname "$log")"
   export GPUFLEET_TEST_LANE=1
   "$0" "${checks[@]}" >"$log" 2>&1 &
