@@ -206,13 +206,16 @@ class ActionModule(ActionBase):
         return out
 
     def _experiment_end(self, args, host):
-        """Each host keeps the verdict; the hosts of every arm but the winner go back (none on a hold)."""
+        """Each host keeps the verdict; the hosts of every arm but the winner go back (none on a hold). A host the
+        experiment did not change (it already ran its arm's setting) stays as it is: going back is the revert to the
+        operator's command, which would change a host the experiment never touched."""
         assignment = (args["result"].get("experiment") or {}).get("assignment") or {}
         state = args["state"] or {}
         own = dict(args["result"])
         own["experiment"] = dict(own.get("experiment") or {}, outcome=state.get("outcome"),
                                  winner=state.get("winner"), message=_experiment.message(state, assignment))
-        back = host in _experiment.final_roll_back(state, assignment)
+        changed = any(service.get("changed") for service in own.get("services") or [])
+        back = changed and host in _experiment.final_roll_back(state, assignment)
         if state.get("outcome") in ("hold", "not started"):
             own.update(state=_rollout.FAILED, reason=own["experiment"]["message"])
         return {"roll_back": back, "ansible_facts": {RESULT: own}}

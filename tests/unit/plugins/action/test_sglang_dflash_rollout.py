@@ -58,3 +58,18 @@ def test_the_summary_reads_each_hosts_result_of_this_run(run_action):
     lines = run_action(ActionModule, {"step": "summary", "hosts": ["gpu-1", "gpu-2"]},
                        task_vars=hostvars(**results))["lines"]
     assert lines == ["gpu-1: FAILED: boom", "gpu-2: not reached (unreachable, or the play ended before it)"]
+
+
+def test_an_arm_host_the_experiment_did_not_change_stays_as_it_is_when_its_arm_loses(run_action):
+    """Block 16 against 8 on a fleet already on block 16: the b16 arm's host had nothing to switch. b8 wins; b16's
+    host is not reverted to the operator's command (it ran block 16 before the experiment), a changed loser is."""
+    assignment = {"arms": {"b16": ["gpu-1"], "b8": ["gpu-2"]}, "control": ["gpu-3"]}
+    state = {"outcome": "winner", "winner": "b8", "failed": [], "done": True}
+
+    def end(changed):
+        result = {"run": run_name(), "experiment": {"assignment": assignment},
+                  "services": [{"unit": "sglang.service", "changed": changed}]}
+        return run_action(ActionModule, {"step": "experiment_end", "result": result, "state": state})["roll_back"]
+
+    assert end(changed=False) is False
+    assert end(changed=True) is True
