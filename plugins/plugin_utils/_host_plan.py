@@ -136,6 +136,11 @@ def plan_host(facts_result, settings, host, check_mode=False, hooks=None, run=No
         plan = decide(facts, settings)
         algorithm = plan.get("algorithm")
         plan["interrupted"] = _resume.interrupted(facts.get("intent"), plan)
+        if plan["interrupted"] and plan["interrupted"]["old_active"] is not None:
+            # Whether the service ran before the cut run's switch, as that run wrote it down: the unit's state now
+            # is that switch's or its rollback's half-way (a crashing new server, a stopped one), and the rollback
+            # starts and checks the previous server only where it ran.
+            plan["old_active"] = plan["interrupted"]["old_active"]
         plan["steps"] = _steps.service_steps(plan, facts, check_mode, hooks,
                                              bool(settings.get("speed_probe_concurrency")))
         # The units this service's own switch stops (an earlier service of the host stopped the others already): the

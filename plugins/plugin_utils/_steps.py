@@ -38,11 +38,6 @@ def service_steps(plan, facts, check_mode=False, hooks=None, probe_levels_config
     steps.update(stop_units=[], wait_gpus={"wait": False, "allowed_units": [plan.get("unit")], "gpus": None,
                                            "retries": 1, "message": ""}, rejoin_gateways=[])
     cut = _resume.interrupted((facts or {}).get("intent"), plan)
-    if cut and cut["old_active"] is not None:
-        # Whether the service ran before the cut run's switch, as that run wrote it down: the unit's state now is
-        # that switch's or its rollback's half-way (a crashing new server, a stopped one), and the rollback starts
-        # and checks the previous server only where it ran.
-        plan["old_active"] = cut["old_active"]
     if plan.get("errors"):
         return steps
     live = not check_mode

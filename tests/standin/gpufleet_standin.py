@@ -16,7 +16,7 @@ A command line SGLang's own parser accepted once on this node is not parsed agai
 /var/cache/gpufleet-standin/ (by release, package path, command line and SGLANG* environment), and a later start
 with the same ones reads them instead of importing SGLang (torch and all: about 4 s of CPU a start, most of the lab's
 server starts are restarts with a command line seen before). A new command line, a flag the release does not have
-included, is always parsed by the release's parser; the server says "parse_cached" when it was not.
+included, is always parsed by the release's parser; /server_info's gpufleet_standin.parse_cached says which.
 
 Failure knobs for the tests (simulated, set per drafter directory):
 - a file GPUFLEET_STANDIN_CRASH makes the server exit while "loading weights", as a corrupt drafter
@@ -1029,9 +1029,10 @@ def parsed_settings(argv):
     if cache and kind == "sglang":
         try:
             os.makedirs(PARSE_CACHE_DIR, exist_ok=True)
-            with open(cache + ".tmp", "w") as handle:
+            partial = "%s.%d.tmp" % (cache, os.getpid())  # two servers of a node may start at once
+            with open(partial, "w") as handle:
                 json.dump(settings, handle)
-            os.replace(cache + ".tmp", cache)
+            os.replace(partial, cache)
         except (OSError, TypeError, ValueError):  # not writable, or a value JSON does not keep: parsed each time
             pass
     return settings, kind, False
