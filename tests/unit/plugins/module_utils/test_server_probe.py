@@ -135,6 +135,9 @@ def test_service_state_reads_systemctl_show():
     ({"ActiveState": "failed", "SubState": "failed", "Result": "exit-code", "NRestarts": 0},
      "the unit failed (exit-code)"),
     ({"ActiveState": "failed", "SubState": "failed", "NRestarts": 0}, "the unit failed (failed)"),
+    # Restarted until systemd's start limit: the crash loop seen late (fleet-06-crash on a busy machine).
+    ({"ActiveState": "failed", "SubState": "failed", "Result": "exit-code", "NRestarts": 5},
+     "the server exited, systemd restarted it 5 time(s), then the unit failed (exit-code): a crash loop"),
     ({"ActiveState": "activating", "SubState": "auto-restart", "NRestarts": 0},
      "the server exited and systemd is about to restart it (crash loop)"),
     ({"ActiveState": "active", "SubState": "running", "NRestarts": 3},
