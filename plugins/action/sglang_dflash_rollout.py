@@ -126,7 +126,7 @@ class ActionModule(ActionBase):
             # Every service of a canary host was under the canary's eye (one switched earlier, whose canary window
             # a cut run left, too); a service never switched has no record, and gets none.
             for service in own.get("services") or []:
-                self._write_record(args["state_dir"], service["unit"], _canary.record(verdict))
+                self._write_record(args["state_dir"], service["unit"], {"canary": _canary.record(verdict)})
         return {"ansible_facts": {RESULT: own}}
 
     def _canary_failed(self, args, host):
@@ -136,11 +136,12 @@ class ActionModule(ActionBase):
         failed["canary"] = stage["result"]
         return {"ansible_facts": {RESULT: failed}}
 
-    def _write_record(self, state_dir, unit, canary):
-        """The verdict into the unit's record on the host, and the canary's intent cleared, in one module run."""
+    def _write_record(self, state_dir, unit, update):
+        """A verdict into the unit's record on the host (update: its keys), and the window's intent cleared, in one
+        module run."""
         written = self._execute_module(
             module_name="gpufleet.sglang.sglang_run_state",
-            module_args={"dir": state_dir, "unit": unit, "record_update": {"canary": canary}, "clear_intent": True},
+            module_args={"dir": state_dir, "unit": unit, "record_update": update, "clear_intent": True},
             task_vars=self._vars)
         self._remove_tmp_path(self._connection._shell.tmpdir)
         if written.get("failed"):
@@ -214,8 +215,16 @@ class ActionModule(ActionBase):
         own = dict(args["result"])
         own["experiment"] = dict(own.get("experiment") or {}, outcome=state.get("outcome"),
                                  winner=state.get("winner"), message=_experiment.message(state, assignment))
-        changed = any(service.get("changed") for service in own.get("services") or [])
-        back = changed and host in _experiment.final_roll_back(state, assignment)
+        changed = [service for service in own.get("services") or [] if service.get("changed")]
+        back = bool(changed) and host in _experiment.final_roll_back(state, assignment)
+        if not back and not self._task.check_mode and args["state_dir"]:
+            # The window is over for a host that keeps its arm (the winner's, an arm held for a person to look at):
+            # its intent says so no longer (a later run would take it for a cut window), its record says the verdict.
+            # A host going back records it with its revert.
+            verdict = {"outcome": state.get("outcome"), "winner": state.get("winner"),
+                       "arm": own["experiment"].get("arm")}
+            for service in changed:
+                self._write_record(args["state_dir"], service["unit"], {"experiment": verdict})
         if state.get("outcome") in ("hold", "not started"):
             own.update(state=_rollout.FAILED, reason=own["experiment"]["message"])
         return {"roll_back": back, "ansible_facts": {RESULT: own}}

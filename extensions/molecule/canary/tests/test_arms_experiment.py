@@ -23,6 +23,8 @@ GATEWAY = "http://127.0.0.1:30160"
 NODES = ["canary-1", "canary-2", "canary-3", "canary-4"]
 LOAD = {"clients": 16, "long_tokens": 400}
 ZLAB = "/models/Qwen3.6-27B-DFlash"
+RECORD = "/var/lib/gpufleet-sglang/sglang.service.last-rollout.json"
+INTENT = "/var/lib/gpufleet-sglang/sglang.service.intent.json"
 STEP4000 = "/models/Qwen3.6-27B-DFlash-step4000"
 # The lab's windows: a fleet's default is 600 s (up to 1800 s) at 15-s intervals, judged every 60 s.
 WINDOW = {"window": 30, "max_window": 30, "interval": 2, "chunk": 10}
@@ -132,10 +134,16 @@ def test_b_block_size_8_against_16_under_the_lab_load_8_is_chosen():
         # The verdict only: the winner's host keeps it, the other arm's is as it was, the control untouched.
         assert drafters() == {"canary-1": ZLAB, "canary-2": "/models/Qwen3.6-27B-DFlash-b8", "canary-3": ZLAB,
                               "canary-4": ZLAB}
+        # The winner's window is closed on its host (a later run does not take it for a cut one); its record has the
+        # verdict.
+        winner = node("canary-2")
+        assert not winner.file(INTENT).exists
+        assert json.loads(winner.file(RECORD).content_string)["experiment"] == {
+            "outcome": "winner", "winner": "b8", "arm": "b8"}
         revert = playbook("revert_dflash.yml", "-e", "sglang_dflash_serial=4", "-e",
                           "sglang_dflash_restart_stopped_units=true", *NO_PROBE)
         assert revert.returncode == 0, revert.output[-3000:]
-        assert set(drafters().values()) == {None}
+        assert set(drafters().values()) == {None}, revert.output[-6000:]
     finally:
         fleet_on(None)
 

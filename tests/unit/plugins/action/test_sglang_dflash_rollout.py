@@ -73,3 +73,25 @@ def test_an_arm_host_the_experiment_did_not_change_stays_as_it_is_when_its_arm_l
 
     assert end(changed=False) is False
     assert end(changed=True) is True
+
+
+def test_a_host_that_keeps_its_arm_has_its_window_closed_on_the_host_and_the_verdict_recorded(run_action):
+    """The winner's host (changed by the experiment) keeps its arm: its window's intent is cleared (else every later
+    run took it for a cut canary window) and the verdict is merged into its record; a host going back records it with
+    its revert, and a host the experiment did not change has no window to close."""
+    assignment = {"arms": {"zlab": ["gpu-1"], "checkpoint": ["gpu-2"]}, "control": ["gpu-3"]}
+    state = {"outcome": "winner", "winner": "zlab", "failed": [], "done": True}
+
+    def end(arm, changed):
+        host = Host({"gpufleet.sglang.sglang_run_state": {"changed": True}})
+        result = {"run": run_name(), "experiment": {"assignment": assignment, "arm": arm},
+                  "services": [{"unit": "sglang.service", "changed": changed}]}
+        back = run_action(ActionModule, {"step": "experiment_end", "result": result, "state": state,
+                                         "state_dir": "/var/lib/gpufleet-sglang"}, host,
+                          task_vars={"inventory_hostname": assignment["arms"][arm][0]})["roll_back"]
+        return back, [(args["unit"], args["clear_intent"], args["record_update"]) for _name, args in host.runs]
+
+    assert end("zlab", changed=True) == (False, [("sglang.service", True, {"experiment": {
+        "outcome": "winner", "winner": "zlab", "arm": "zlab"}})])
+    assert end("checkpoint", changed=True) == (True, [])
+    assert end("zlab", changed=False) == (False, [])
