@@ -58,13 +58,14 @@ def service_state(unit, run_systemctl):
 def crash_reason(state):
     """Why the unit is not going to come up by itself, or None while it may still."""
     active, sub = state.get("ActiveState"), state.get("SubState")
-    if active == "failed" and state["NRestarts"] > 0:
-        # A server that crashes within seconds hits systemd's start limit (5 starts in 10 s by default) before a
-        # slow poll sees it restarting: still a crash loop, and the unit refuses a start until reset-failed.
-        return "the server exited, systemd restarted it %d time(s), then the unit failed (%s): a crash loop" % (
-            state["NRestarts"], state.get("Result") or sub)
     if active == "failed":
-        return "the unit failed (%s)" % (state.get("Result") or sub)
+        result = state.get("Result") or sub
+        if state["NRestarts"] > 0:
+            # A server that crashes within seconds hits systemd's start limit (5 starts in 10 s by default) before a
+            # slow poll sees it restarting: still a crash loop, and the unit refuses a start until reset-failed.
+            return "the server exited, systemd restarted it %d time(s), then the unit failed (%s): a crash loop" % (
+                state["NRestarts"], result)
+        return "the unit failed (%s)" % result
     if sub == "auto-restart":
         return "the server exited and systemd is about to restart it (crash loop)"
     if state["NRestarts"] > 0:
