@@ -129,7 +129,8 @@ def wait_ready(unit, base_url, timeout, run_systemctl, poll=1.0, clock=time.mono
                     "since_start_s": seconds_since_start(state, clock)}
         if elapsed >= timeout:
             return {"ready": False, "crashed": False, "elapsed_s": elapsed, "health_status": status,
-                    "reason": "/health did not answer 200 within %ss (last: %s)" % (timeout, status or body),
+                    "reason": "/health did not answer 200 within %ss (last: %s; %s)"
+                              % (timeout, status or body, unit_summary(state, clock)),
                     "server_info": None, "server_info_endpoint": None, "state": state}
         sleep(poll)
 
@@ -143,6 +144,15 @@ def _generation_summary(generation):
     summary["verify_steps"] = meta.get("spec_verify_ct")
     summary["accept_length"] = meta.get("spec_accept_length")
     return summary
+
+
+def unit_summary(state, clock=time.monotonic):
+    """The unit as systemd saw it at the last poll, for a server that never became ready: where it is stuck
+    (still starting, stopping, or running without listening) tells the operator where to look."""
+    since = seconds_since_start(state, clock)
+    return "the unit was %s (%s), main PID %s%s, restarted %d time(s)" % (
+        state.get("ActiveState") or "unknown", state.get("SubState") or "unknown", state.get("MainPID") or "none",
+        ", started %.0f s earlier" % since if since is not None else "", state.get("NRestarts") or 0)
 
 
 def seconds_since_start(state, clock=time.monotonic):

@@ -78,8 +78,8 @@ def untouched(before_pids):
 
 def back_on_the_previous_server(run):
     assert "host canary-1" in run.output or "canary-1" in run.output
-    assert server_info(node("canary-1"))["speculative_algorithm"] is None
-    assert gateway_workers() == dict((w, "ready") for w in WORKERS)
+    assert server_info(node("canary-1"))["speculative_algorithm"] is None, run.output[-4000:]
+    assert gateway_workers() == dict((w, "ready") for w in WORKERS), run.output[-4000:]
 
 
 def test_d_prometheus_down_is_refused_before_any_change():
@@ -131,7 +131,7 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
         "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
         "-e", '{"sglang_dflash_speed_probe_concurrency": [1]}'])), **LOAD)
     report("(b) load-bound drafter under load", run, counts, seconds)
-    assert run.returncode != 0
+    assert run.returncode != 0, run.output[-4000:]
     # Today's probe (one client, sglang_dflash_speed_probe_concurrency [1]) passed it: kept until the canary judged.
     assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
         in run.output, run.output[-4000:]
@@ -159,10 +159,10 @@ def test_b_the_probe_at_load_catches_it_before_the_canary():
         "-e", "sglang_dflash_draft_model_path=/models/Qwen3.6-27B-DFlash-loadbound",
         "-e", '{"sglang_dflash_speed_probe_concurrency": [1, 8]}'])), **LOAD)
     report("(b') load-bound drafter, probe at load", run, counts, seconds)
-    assert run.returncode != 0
+    assert run.returncode != 0, run.output[-4000:]
     assert "(the host's load)" in run.output and "below sglang_dflash_min_speedup 1.2 (" in run.output, \
         run.output[-4000:]
-    assert "the canary failed" not in run.output and "the canary passed" not in run.output
+    assert "the canary failed" not in run.output and "the canary passed" not in run.output, run.output[-4000:]
     assert counts["failed"] == 0, counts["failures"]
     back_on_the_previous_server(run)
     untouched(before)

@@ -55,7 +55,7 @@ def test_the_crashed_host_was_rolled_back_and_said_why():
     output = rollout_output()
     # The role's own failure message, whole (the summary line quotes only its first 400 characters).
     line = max((x for x in output.splitlines() if "host fleet-06-crash, unit sglang.service: the switch" in x), key=len)
-    assert "crash loop" in line and "the previous service is back and healthy" in line
+    assert "crash loop" in line and "the previous service is back and healthy" in line, line[-6000:]
     assert "checksum mismatch in model.safetensors" in line and "Units started again: train-qwen.service" in line
 
 
