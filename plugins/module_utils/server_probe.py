@@ -150,9 +150,10 @@ def unit_summary(state, clock=time.monotonic):
     """The unit as systemd saw it at the last poll, for a server that never became ready: where it is stuck
     (still starting, stopping, or running without listening) tells the operator where to look."""
     since = seconds_since_start(state, clock)
+    started = "" if since is None else ", started %d s earlier" % round(since)
     return "the unit was %s (%s), main PID %s%s, restarted %d time(s)" % (
         state.get("ActiveState") or "unknown", state.get("SubState") or "unknown", state.get("MainPID") or "none",
-        ", started %.0f s earlier" % since if since is not None else "", state.get("NRestarts") or 0)
+        started, state.get("NRestarts") or 0)
 
 
 def seconds_since_start(state, clock=time.monotonic):
