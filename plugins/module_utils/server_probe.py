@@ -21,7 +21,9 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 
 STATE_PROPERTIES = ("ActiveState", "SubState", "NRestarts", "MainPID", "Result", "InvocationID",
-                    "ExecMainStartTimestampMonotonic")
+                    "ExecMainStartTimestampMonotonic", "ExecMainCode", "ExecMainStatus", "Restart")
+# systemd's ExecMainCode (the si_code of the main process's SIGCHLD): how it ended.
+EXIT_CODES = {"1": "exited", "2": "was killed", "3": "dumped core"}
 MAX_BODY_BYTES = 4 * 1024 * 1024
 # Where a module reaches the server from the host itself (documented in doc_fragments/server_endpoint.py).
 SERVER_ENDPOINT_ARGS = dict(host=dict(type="str", default="127.0.0.1"), port=dict(type="int", default=30000))
@@ -72,9 +74,22 @@ def crash_reason(state):
         return "the server exited and systemd restarted it %d time(s) (crash loop)" % state["NRestarts"]
     if active == "inactive":
         return "the unit is %s (%s): the server exited" % (active, sub)
-    # "deactivating": systemd is ending what the exit left (KillMode=mixed: the SIGKILL of the rest); the next poll
-    # says whether it restarts the server (a crash loop under Restart=), fails the unit, or leaves it inactive.
+    if active == "deactivating" and state.get("MainPID") in ("0", "", None) and state.get("ExecMainCode") in EXIT_CODES:
+        # The server's main process ended and systemd is ending what it left (KillMode=mixed: the SIGKILL of the
+        # rest). That can take long (a process stuck in the GPU driver dies only when the driver lets it), so the
+        # exit is reported now, not after the health timeout.
+        restart = state.get("Restart") or "no"
+        return "the server %s (%s) and systemd is stopping what it left (%s)%s" % (
+            EXIT_CODES[state["ExecMainCode"]], _main_status(state), sub,
+            "" if restart == "no" else ": it restarts it after (Restart=%s), a crash loop" % restart)
+    # "deactivating" otherwise: a stop before the main process ended (someone stopped the unit); the next poll says
+    # whether systemd restarts the server, fails the unit, or leaves it inactive.
     return None
+
+
+def _main_status(state):
+    status = state.get("ExecMainStatus") or "?"
+    return "status=%s" % status if state.get("ExecMainCode") == "1" else "signal %s" % status
 
 
 def read_server_info(base_url, timeout):

@@ -445,6 +445,7 @@ class State(object):
     total_verify_steps = 0
     in_flight = 0
     scheduler = None
+    ending_scheduler = False  # the server ends its scheduler itself (a drain done, or a crash at load)
     degenerate = False
     draft_tokens = 16
     metrics = None
@@ -476,6 +477,8 @@ def start_scheduler():
     def watchdog():
         while State.scheduler.poll() is None:
             time.sleep(1.0)
+        if State.ending_scheduler:  # the server ended it itself and is exiting
+            return
         log("scheduler exited with %s: the server kills itself (SIGQUIT handler, kill_process_tree)"
             % State.scheduler.returncode)
         os.kill(os.getpid(), signal.SIGKILL)
@@ -500,6 +503,7 @@ def drain_then_exit():
             break
         time.sleep(DRAIN_POLL_SECONDS)
     if State.scheduler is not None and State.scheduler.poll() is None:
+        State.ending_scheduler = True
         State.scheduler.kill()
     log("The server drained and exits")
     os._exit(0)
@@ -1075,6 +1079,12 @@ def main(argv):
     time.sleep(STARTUP_SECONDS)
     if draft and os.path.exists(os.path.join(draft, "GPUFLEET_STANDIN_CRASH")):
         log("RuntimeError: failed to load draft weights from %s: checksum mismatch in model.safetensors" % draft)
+        # As SGLang's launch failure (kill_process_tree): the scheduler ends before the server does. Left to its
+        # PR_SET_PDEATHSIG, it died beside the exit, and systemd in a container on a cgroup v1 host never heard that
+        # the unit's cgroup was empty: the unit stayed in stop-sigkill for its TimeoutStopSec (330 s).
+        State.ending_scheduler = True
+        State.scheduler.kill()
+        State.scheduler.wait()
         return 1
     State.ready = True
     log("The server is fired up and ready to roll!")

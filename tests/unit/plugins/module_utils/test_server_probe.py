@@ -143,8 +143,18 @@ def test_service_state_reads_systemctl_show():
     ({"ActiveState": "active", "SubState": "running", "NRestarts": 3},
      "the server exited and systemd restarted it 3 time(s) (crash loop)"),
     ({"ActiveState": "inactive", "SubState": "dead", "NRestarts": 0}, "the unit is inactive (dead): the server exited"),
-    # Transient: systemd ends what the exit left; the next poll tells a crash loop from a failed or an ended unit.
+    # A stop while the main process runs (someone stopped the unit): the next poll tells how it ends.
+    ({"ActiveState": "deactivating", "SubState": "stop-sigterm", "NRestarts": 0, "MainPID": "7"}, None),
     ({"ActiveState": "deactivating", "SubState": "stop-sigkill", "NRestarts": 0}, None),
+    # The main process ended and systemd kills what it left, which may take long (fleet-06-crash in CI: 330 s, its
+    # TimeoutStopSec): the exit is reported at once.
+    ({"ActiveState": "deactivating", "SubState": "stop-sigkill", "NRestarts": 0, "MainPID": "0", "ExecMainCode": "1",
+      "ExecMainStatus": "1", "Restart": "on-failure"},
+     "the server exited (status=1) and systemd is stopping what it left (stop-sigkill): it restarts it after "
+     "(Restart=on-failure), a crash loop"),
+    ({"ActiveState": "deactivating", "SubState": "stop-sigterm", "NRestarts": 0, "MainPID": "0", "ExecMainCode": "2",
+      "ExecMainStatus": "6", "Restart": "no"},
+     "the server was killed (signal 6) and systemd is stopping what it left (stop-sigterm)"),
 ])
 def test_crash_reason(state, reason):
     assert crash_reason(state) == reason
