@@ -505,6 +505,7 @@ def drain_then_exit():
     if State.scheduler is not None and State.scheduler.poll() is None:
         State.ending_scheduler = True
         State.scheduler.kill()
+        State.scheduler.wait()  # gone before the server: see the crash at load in main()
     log("The server drained and exits")
     os._exit(0)
 
