@@ -130,7 +130,10 @@ server_info_endpoint:
   returned: always
   type: str
 state:
-  description: The unit's C(ActiveState), C(SubState), C(NRestarts), C(MainPID), C(Result) at the end.
+  description:
+    - The unit's C(ActiveState), C(SubState), C(NRestarts), C(MainPID), C(Result), C(InvocationID),
+      C(ExecMainStartTimestampMonotonic), C(ExecMainCode), C(ExecMainStatus) and C(Restart) at the end, as
+      C(systemctl show) gives them.
   returned: always
   type: dict
 journal:
