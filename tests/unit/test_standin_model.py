@@ -116,7 +116,8 @@ def lab_drafter(markers, blocks, directory):
     accept = markers[(directory, "GPUFLEET_STANDIN_ACCEPT_LENGTH")]
     cost = markers.get((directory, "GPUFLEET_STANDIN_STEP_COST"))
     cost = float(standin.fractions.Fraction(cost)) if cost else 1.3
-    return standin.drafter_at_block(accept, cost, 0.1, blocks[directory])
+    growth = float(markers.get((directory, "GPUFLEET_STANDIN_LOAD_GROWTH")) or 0.1)
+    return standin.drafter_at_block(accept, cost, growth, blocks[directory])
 
 
 def test_the_labs_drafters_keep_their_documented_ratios():
@@ -137,6 +138,15 @@ def test_the_labs_drafters_keep_their_documented_ratios():
     assert markers[("Qwen3.6-27B-DFlash", "GPUFLEET_STANDIN_ACCEPT_LENGTH")] == 6.4
     assert markers[("Qwen3.6-27B-DFlash-mismatch", "GPUFLEET_STANDIN_ACCEPT_LENGTH")] == 1.6
     assert markers[("Qwen3.6-27B-DFlash-loadbound", "GPUFLEET_STANDIN_LOAD_GROWTH")] == "1.5"
+    loadbound = lab_drafter(markers, blocks, "Qwen3.6-27B-DFlash-loadbound")
+    assert standin.expected_speed(loadbound, 1) == pytest.approx(4.0)
+    # The canary's case (test (b)): past the probe's 1.2 alone, slower than no drafter from 2 running requests on,
+    # so under round-robin it cannot settle at one request at a time (the baselines' load, about 4, would need
+    # 4.5x there), as loadbound can.
+    heavy = lab_drafter(markers, blocks, "Qwen3.6-27B-DFlash-heavy")
+    assert standin.expected_speed(heavy, 1) == pytest.approx(1.5)
+    for running in (2, 4, 8):
+        assert standin.expected_speed(heavy, running) < standin.expected_speed(None, running)
 
 
 # ---- noise ----
