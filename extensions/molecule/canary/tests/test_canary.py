@@ -1,5 +1,5 @@
 """The canary stage behind the lab's gateway, under the lab's load: canary-1 is switched first and judged on live
-metrics against canary-2..4 (not yet switched) over a 24-s window of 2-s samples, by the experiment's statistical
+metrics against canary-2..4 (not yet switched) over a 32-s window of 2-s samples, by the experiment's statistical
 judge (10 s where no traffic runs: the verdict is inconclusive whatever the length); only on a pass does the rest
 roll.
 The stand-in's speed is SIMULATED (tests/standin/gpufleet_standin.py): it slows with the load and with another
@@ -150,7 +150,7 @@ def test_b_a_drafter_fast_alone_but_slower_under_load_is_caught_by_the_canary():
     report("(b) heavy drafter under load", run, counts, seconds)
     assert run.returncode != 0, run.output[-4000:]
     # Today's probe (one client, sglang_dflash_speed_probe_concurrency [1]) passed it: kept until the canary judged.
-    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
+    assert "the canary failed, canary canary-1 against canary-2,canary-3,canary-4 over 32 s (prometheus)" \
         in run.output, run.output[-4000:]
     assert "decode tokens/s per running request" in run.output
     assert "Every canary host goes back to its previous server" in run.output
@@ -197,7 +197,7 @@ def test_e_a_faster_drafter_on_traffic_in_another_language_is_kept():
         lab.LOADGEN = loadgen
     report("(e) Chinese traffic", run, counts, seconds)
     assert run.returncode == 0, run.output[-4000:]
-    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
+    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 32 s (prometheus)" \
         in run.output
     passed = re.search(r"acceptance length ([\d.]+) \(a diagnostic, not judged\)", run.output)
     # Lower than the probe's English prompts (about 6.4): the Chinese share of the traffic shows in it.
@@ -213,7 +213,7 @@ def test_a_a_good_drafter_passes_the_canary_and_the_fleet_rolls():
     run, counts, seconds = lab.under_load(GATEWAY, lambda: rollout(*CANARY), **LOAD)
     report("(a) good drafter under load", run, counts, seconds)
     assert run.returncode == 0, run.output[-4000:]
-    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 24 s (prometheus)" \
+    assert "the canary passed, canary canary-1 against canary-2,canary-3,canary-4 over 32 s (prometheus)" \
         in run.output
     assert counts["failed"] == 0, counts["failures"]
     assert set(algorithms().values()) == {"DFLASH"}
