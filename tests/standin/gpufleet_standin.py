@@ -486,6 +486,16 @@ def start_scheduler():
     threading.Thread(target=watchdog, daemon=True).start()
 
 
+def end_scheduler():
+    """End the scheduler before the server exits, as SGLang's kill_process_tree does. Left to its
+    PR_SET_PDEATHSIG, it died beside the exit, and systemd in a container on a cgroup v1 host never heard that the
+    unit's cgroup was empty: the unit stayed in stop-sigkill for its TimeoutStopSec (330 s)."""
+    if State.scheduler is not None and State.scheduler.poll() is None:
+        State.ending_scheduler = True  # not the scheduler's death the watchdog acts on
+        State.scheduler.kill()
+        State.scheduler.wait()
+
+
 def on_sigterm(_signum, _frame):
     if State.exiting:
         return
@@ -502,10 +512,7 @@ def drain_then_exit():
         if remaining == 0:
             break
         time.sleep(DRAIN_POLL_SECONDS)
-    if State.scheduler is not None and State.scheduler.poll() is None:
-        State.ending_scheduler = True
-        State.scheduler.kill()
-        State.scheduler.wait()  # gone before the server: see the crash at load in main()
+    end_scheduler()
     log("The server drained and exits")
     os._exit(0)
 
@@ -1080,12 +1087,7 @@ def main(argv):
     time.sleep(STARTUP_SECONDS)
     if draft and os.path.exists(os.path.join(draft, "GPUFLEET_STANDIN_CRASH")):
         log("RuntimeError: failed to load draft weights from %s: checksum mismatch in model.safetensors" % draft)
-        # As SGLang's launch failure (kill_process_tree): the scheduler ends before the server does. Left to its
-        # PR_SET_PDEATHSIG, it died beside the exit, and systemd in a container on a cgroup v1 host never heard that
-        # the unit's cgroup was empty: the unit stayed in stop-sigkill for its TimeoutStopSec (330 s).
-        State.ending_scheduler = True
-        State.scheduler.kill()
-        State.scheduler.wait()
+        end_scheduler()
         return 1
     State.ready = True
     log("The server is fired up and ready to roll!")
