@@ -104,7 +104,9 @@ options:
     choices: [full, plan]
     default: full
   cache:
-    description: On-host cache directory for the flags and the source search (nothing is written in check mode).
+    description:
+      - On-host cache directory for the flags, the source search and the release's limits (nothing is written in
+        check mode). Each entry is served only while the files it was read from are unchanged.
     type: path
   timeout:
     description: Seconds for each probe of the interpreter and each C(nvidia-smi) call.

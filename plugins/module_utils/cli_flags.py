@@ -29,6 +29,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache impor
     CACHE_FORMAT,
     cache_read,
     cache_write,
+    fingerprint_files,
     is_type,
     matches_shape,
 )
@@ -135,18 +136,6 @@ def split_warnings(stderr):
             in_warning = False
             rest.append(line)
     return warnings, "\n".join(rest)
-
-
-def fingerprint_files(paths):
-    """(path, mtime_ns, size) for each existing path: what invalidates a cache entry."""
-    out = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        out.append([path, st.st_mtime_ns, st.st_size])
-    return out
 
 
 def cache_key(argv, environment, package, watched_files, executables=None):

@@ -354,8 +354,8 @@ class _Run(object):
             except cli_flags.FlagsError as exc:
                 problems.append("reading the flags of sglang %s: %s" % (package.get("version"), exc))
         # What this release refuses at startup for DFLASH/DDTREE or a GPU architecture, from its own source.
-        release["limits"] = release_limits.limits_from_package(package["location"]) \
-            if package.get("location") else None
+        release["limits"] = release_limits.cached_limits_from_package(
+            package["location"], params.get("cache"), check_mode) if package.get("location") else None
         release["algorithms"] = supported_algorithms(
             release["capabilities"], (release["implementation"] or {}).get("definitions") or []) \
             if release["capabilities"] else []

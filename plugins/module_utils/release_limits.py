@@ -19,8 +19,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ast
+import hashlib
+import json
 import os
 import re
+
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
+    CACHE_FORMAT,
+    cache_read,
+    cache_write,
+    fingerprint_files,
+    matches_shape,
+)
 
 # Where the release states these limits, relative to the package directory (files, or folders read one level).
 LIMIT_SOURCES = ("srt/server_args.py", "srt/arg_groups")
@@ -278,3 +288,45 @@ def limits_from_package(package_dir):
         for name, value in found.items():
             defaults.setdefault(name, value)
     return {"limits": limits, "defaults": defaults, "files": len(files), "problems": problems}
+
+
+# What a cached entry must hold to be served: a result read without a problem (only those are kept).
+_CACHED_FIELDS = {"limits": list, "defaults": dict, "files": int, "problems": list}
+
+
+def _valid_cached_limits(entry):
+    return matches_shape(entry, _CACHED_FIELDS) and not entry["problems"]
+
+
+def _reader_source():
+    """This module's own source: a cached result is served only to the reader that wrote it (its shapes change)."""
+    try:
+        return __loader__.get_source(__name__)  # a file or AnsiballZ's zip alike
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def cached_limits_from_package(package_dir, cache_dir, check_mode=False):
+    """limits_from_package, kept in cache_dir (the flags' on-host cache) under the fingerprints (path, mtime, size)
+    of every file and folder it reads, so that a warm run reads no source: parsing them is most of a warm
+    sglang_info run. Without cache_dir, or in check mode (nothing written), the source is read as before."""
+    reader = _reader_source() if cache_dir else None
+    if not reader:
+        return limits_from_package(package_dir)
+    folders = [os.path.join(package_dir, rel) for rel in LIMIT_SOURCES + DEFAULT_SOURCES]
+    files = _python_files(package_dir, LIMIT_SOURCES) + _python_files(package_dir, DEFAULT_SOURCES)
+    key = hashlib.sha256(json.dumps({
+        "format": CACHE_FORMAT, "kind": "release_limits", "package_dir": package_dir,
+        "reader": hashlib.sha256(reader.encode("utf-8")).hexdigest(),
+        "files": fingerprint_files(folders + files)}, sort_keys=True).encode("utf-8")).hexdigest()
+    hit, _path = cache_read(cache_dir, key, _valid_cached_limits)
+    if hit:
+        hit.pop("format", None)
+        return hit
+    found = limits_from_package(package_dir)
+    if not check_mode and not found["problems"]:
+        try:
+            cache_write(cache_dir, key, found)
+        except OSError:
+            pass  # the cache is an optimisation: a directory that cannot be written is read from the source next time
+    return found

@@ -50,6 +50,18 @@ def is_type(value, kind):
     return isinstance(value, kinds)
 
 
+def fingerprint_files(paths):
+    """(path, mtime_ns, size) for each existing path: what invalidates a cache entry."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out.append([path, st.st_mtime_ns, st.st_size])
+    return out
+
+
 def cache_write(cache_dir, key, data):
     """Write atomically so a concurrent run never reads half a file."""
     if not os.path.isdir(cache_dir):

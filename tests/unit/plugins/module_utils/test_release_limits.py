@@ -5,9 +5,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import shutil
+
 import pytest
+from ansible_collections.gpufleet.sglang.plugins.module_utils import release_limits
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import (
     LIMIT_IDS,
+    cached_limits_from_package,
     limits_from_package,
     limits_from_source,
 )
@@ -103,3 +108,69 @@ def test_shapes_it_does_not_know_are_unknown_terms_not_guesses():
 def test_a_package_without_the_sources_is_a_problem_not_limit_free(tmp_path):
     found = limits_from_package(str(tmp_path))
     assert found["limits"] == [] and "no source of the release's limits" in found["problems"][0]
+
+
+@pytest.fixture
+def counted_reads(monkeypatch):
+    """How many times the limits were read from the source (not from the cache)."""
+    reads = []
+    real = release_limits.limits_from_package
+
+    def reading(package_dir):
+        reads.append(package_dir)
+        return real(package_dir)
+    monkeypatch.setattr(release_limits, "limits_from_package", reading)
+    return reads
+
+
+@pytest.fixture
+def package_copy(release_sources, tmp_path):
+    package = tmp_path / "sglang"
+    shutil.copytree(str(release_sources["0.5.23"]), str(package))
+    return package
+
+
+def test_a_warm_read_of_the_limits_reads_no_source_and_gives_the_same_answer(package_copy, tmp_path, counted_reads):
+    cache = str(tmp_path / "cache")
+    first = cached_limits_from_package(str(package_copy), cache)
+    second = cached_limits_from_package(str(package_copy), cache)
+    assert first == second == limits_from_package(str(package_copy))
+    assert first["limits"] and len(counted_reads) == 1
+
+
+def test_the_cached_limits_are_read_again_when_a_file_they_come_from_changes(package_copy, tmp_path, counted_reads):
+    cache = str(tmp_path / "cache")
+    cached_limits_from_package(str(package_copy), cache)
+    hook = package_copy / "srt" / "arg_groups" / "speculative_hook.py"
+    text = hook.read_text()
+    stat = hook.stat()
+    hook.write_text(text.replace("only supports pp_size == 1", "only supports one pipeline stage"))
+    os.utime(str(hook), ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+    again = cached_limits_from_package(str(package_copy), cache)
+    assert len(counted_reads) == 2
+    assert any("one pipeline stage" in limit["message"] for limit in again["limits"])
+    # A file added to a folder the limits are read from changes the folder's fingerprint.
+    (package_copy / "srt" / "arg_groups" / "extra_checks.py").write_text("X = 1\n")
+    os.utime(str(package_copy / "srt" / "arg_groups"), ns=(1, stat.st_mtime_ns + 2 * 10 ** 9))
+    cached_limits_from_package(str(package_copy), cache)
+    assert len(counted_reads) == 3
+
+
+def test_check_mode_and_a_read_with_problems_write_no_cache(package_copy, tmp_path, counted_reads):
+    cache = tmp_path / "cache"
+    cached_limits_from_package(str(package_copy), str(cache), check_mode=True)
+    assert not cache.exists() or not list(cache.iterdir())
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for _round in range(2):
+        assert cached_limits_from_package(str(empty), str(cache))["problems"]
+    assert len(counted_reads) == 3 and not list(cache.glob("*.json"))
+
+
+def test_a_cache_entry_of_another_shape_is_a_miss_not_an_answer(package_copy, tmp_path, counted_reads):
+    cache = tmp_path / "cache"
+    cached_limits_from_package(str(package_copy), str(cache))
+    for entry in cache.glob("*.json"):
+        entry.write_text('{"format": 3, "limits": "none"}')
+    assert cached_limits_from_package(str(package_copy), str(cache))["limits"]
+    assert len(counted_reads) == 2
