@@ -266,7 +266,8 @@ def main():
         for hosts in sorted(args.hosts) if args.noop else []:
             inv = work / ("noop-%d.json" % hosts)
             inventory(inv, names[:hosts], keys, args.method, {
-                "gpufleet_lab_start_services": True, "gpufleet_lab_standin_parser": "source",
+                "gpufleet_lab_start_services": True, "gpufleet_lab_start_installed_services": True,
+                "gpufleet_lab_standin_parser": "source",
                 "sglang_dflash_speed_probe": False})
             sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
                env=env)
