@@ -15,7 +15,6 @@ __metaclass__ = type
 
 import ast
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -29,6 +28,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache impor
     CACHE_FORMAT,
     cache_read,
     cache_write,
+    entry_key,
     fingerprint_files,
     is_type,
     matches_shape,
@@ -154,7 +154,7 @@ def cache_key(argv, environment, package, watched_files, executables=None):
         "dist_info": (package or {}).get("dist_info"),
         "files": fingerprint_files(watched_files),
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+    return entry_key(payload)
 
 
 def help_flags(stdout):
@@ -349,7 +349,6 @@ def _cache_lookup(params, method, environment, command, package, source_dir, res
     hit, path = cache_read(params["cache"], key, valid_cached_result)
     result["cache_file"] = path
     if hit:
-        hit.pop("format", None)
         hit.update(cached=True, package=package or {}, command=command, cache_file=path)
     return key, hit
 

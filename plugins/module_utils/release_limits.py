@@ -20,7 +20,6 @@ __metaclass__ = type
 
 import ast
 import hashlib
-import json
 import os
 import re
 
@@ -28,6 +27,7 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache impor
     CACHE_FORMAT,
     cache_read,
     cache_write,
+    entry_key,
     fingerprint_files,
     matches_shape,
 )
@@ -315,13 +315,11 @@ def cached_limits_from_package(package_dir, cache_dir, check_mode=False):
         return limits_from_package(package_dir)
     folders = [os.path.join(package_dir, rel) for rel in LIMIT_SOURCES + DEFAULT_SOURCES]
     files = _python_files(package_dir, LIMIT_SOURCES) + _python_files(package_dir, DEFAULT_SOURCES)
-    key = hashlib.sha256(json.dumps({
-        "format": CACHE_FORMAT, "kind": "release_limits", "package_dir": package_dir,
-        "reader": hashlib.sha256(reader.encode("utf-8")).hexdigest(),
-        "files": fingerprint_files(folders + files)}, sort_keys=True).encode("utf-8")).hexdigest()
+    key = entry_key({"format": CACHE_FORMAT, "kind": "release_limits", "package_dir": package_dir,
+                     "reader": hashlib.sha256(reader.encode("utf-8")).hexdigest(),
+                     "files": fingerprint_files(folders + files)})
     hit, _path = cache_read(cache_dir, key, _valid_cached_limits)
     if hit:
-        hit.pop("format", None)
         return hit
     found = limits_from_package(package_dir)
     if not check_mode and not found["problems"]:

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import tempfile
@@ -21,8 +22,14 @@ import tempfile
 CACHE_FORMAT = 3
 
 
+def entry_key(payload):
+    """The name of a cache entry: the sha256 of payload (everything the entry depends on) as sorted JSON."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def cache_read(cache_dir, key, validate):
-    """(entry, path): entry is None (a miss) unless the file is a JSON object that validate(entry) accepts."""
+    """(entry, path): entry is None (a miss) unless the file is a JSON object that validate(entry) accepts; a hit is
+    returned without its format (what cache_write adds)."""
     path = os.path.join(cache_dir, key + ".json")
     try:
         with open(path, "rb") as handle:
@@ -31,6 +38,7 @@ def cache_read(cache_dir, key, validate):
         return None, path
     if not isinstance(data, dict) or not validate(data):
         return None, path
+    data.pop("format", None)
     return data, path
 
 

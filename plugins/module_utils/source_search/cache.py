@@ -8,10 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import hashlib
-import json
 import os
 
-from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import is_type, matches_shape
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import entry_key, is_type, matches_shape
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import Stats, walk_files
 
 # What a cached result must hold to be served: every field, with its type.
@@ -51,5 +50,4 @@ def valid_cached_result(entry):
 
 
 def cache_key(options, fingerprint):
-    payload = json.dumps({"module": "source_search", "options": options, "tree": fingerprint}, sort_keys=True)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return entry_key({"module": "source_search", "options": options, "tree": fingerprint})

@@ -65,7 +65,6 @@ def run_search(params, check_mode):
         key = cache_key(options_key, tree_fingerprint(p["paths"], file_filter))
         hit = cache_read(p["cache"], key, valid_cached_result)[0]
         if hit:
-            hit.pop("format", None)
             hit.update(cached=True, elapsed_s=round(time.monotonic() - started, 4))
             return hit
     note = None
