@@ -169,7 +169,7 @@ class ActionModule(ActionBase):
             return {"start": False, "ansible_facts": {RESULT: _rollout.failed(own, host, problem)}}
         assignment = _experiment.assign(results, args["hosts"], config)
         arm = _experiment.arm_of(assignment, host)
-        stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"])
+        stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"], args["batch"])
         own["experiment"] = {"arm": arm, "assignment": assignment, "settings": config,
                              "chunks": -(-config["max_window"] // config["chunk"]),
                              "targets": _rollout.metrics_targets(results, args["hosts"])}
@@ -238,7 +238,7 @@ class ActionModule(ActionBase):
         own = dict(args["result"], host=host, batch=list(args["batch"]))
         experiment = own.get("experiment") or {}
         winner = experiment.get("winner")
-        stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"])
+        stopped = _rollout.rollout_stopped(results, args["hosts"], args["max_fail_percentage"], args["batch"])
         start = bool(winner) and config["rollout"] and experiment.get("arm") != winner and \
             own.get("state") != _rollout.FAILED and not stopped
         if start:

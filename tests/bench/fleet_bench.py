@@ -178,6 +178,12 @@ def rolling(inv, env, forks, serial):
     return wall, [b - a for a, b in zip(marks, marks[1:] + [end])]
 
 
+def unswitched_hosts(output, names):
+    """The hosts whose recap shows no change: the switch before the no-op rounds must switch every new host."""
+    changed = dict(re.findall(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)", output, re.M))
+    return [name for name in names if int(changed.get(name, 0)) == 0]
+
+
 def noop_rounds(inv, env, forks, meter, repeat):
     """Each round `ansible -m setup` and deploy_dflash.yml with nothing to do (it must change nothing), side by side:
     [(setup wall, setup CPU)], [(deploy wall, deploy CPU)]."""
@@ -262,7 +268,7 @@ def main():
             print(line, flush=True)
         # After every gather (a switched service would add its probe request to the report): the same N hosts
         # serving and switched, smallest N first (the larger sets start only their new nodes' services).
-        noop_ratio = None
+        noop_ratio, switched = None, 0  # (the nodes before `switched` were switched for a smaller N)
         for hosts in sorted(args.hosts) if args.noop else []:
             inv = work / ("noop-%d.json" % hosts)
             inventory(inv, names[:hosts], keys, args.method, {
@@ -271,8 +277,15 @@ def main():
                 "sglang_dflash_speed_probe": False})
             sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "tests" / "containers" / "provision.yml"],
                env=env)
-            sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "playbooks" / "deploy_dflash.yml", "-e",
-                json.dumps({"sglang_dflash_serial": "100%"})], env=env)
+            switch = sh(["ansible-playbook", "-i", inv, "-f", args.forks, REPO / "playbooks" / "deploy_dflash.yml",
+                         "-e", json.dumps({"sglang_dflash_serial": "100%"})], env=env)
+            (work.parent / ("fleet-bench-switch-%d.log" % hosts)).write_text(switch.stdout)
+            unswitched = unswitched_hosts(switch.stdout, names[switched:hosts])
+            switched = hosts
+            if unswitched:
+                sys.exit("the switch before the no-op rounds left %d of %d hosts unswitched (%s); its output: %s"
+                         % (len(unswitched), hosts, ", ".join(unswitched[:8]),
+                            work.parent / ("fleet-bench-switch-%d.log" % hosts)))
             meter = CpuMeter(names[:hosts], env)
             base, noop = noop_rounds(inv, env, args.forks, meter, args.repeat)
             s, d = statistics.median(x[0] for x in base), statistics.median(x[0] for x in noop)

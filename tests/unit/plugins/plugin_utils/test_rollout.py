@@ -65,3 +65,25 @@ def test_a_hosts_result_when_it_failed_or_finished():
     assert finished({"state": None}, "a", [{"repo": "x"}]) == {
         "state": "done", "host": "a", "drafters": [{"repo": "x"}]}
     assert finished({"state": "failed", "reason": "r"}, "a")["state"] == "failed"
+
+
+def test_the_hosts_of_one_batch_never_stop_each_other():
+    # serial 100% at 32 hosts and 16 forks: the 7th host starts while the first 6 are switching (their results say
+    # batch = all 32, state None) and the other 25 have no result yet. None of that is an earlier batch's failure.
+    hosts = ["h%02d" % i for i in range(32)]
+    results = dict((h, {"batch": hosts, "state": None}) for h in hosts[:6])
+    results.update((h, {"surveyed": True}) for h in hosts[6:])
+    assert rollout_stopped(results, hosts, 0, batch=hosts) == ""
+    seventh = start_batch(results, hosts, hosts, "h06")
+    assert seventh["start"] is True and seventh["result"]["state"] is None
+    # One of them failed already: the batch still goes on (the budget applies to the later batches, as Ansible's).
+    results["h00"]["state"] = "failed"
+    assert start_batch(results, hosts, hosts, "h07")["start"] is True
+
+
+def test_a_stopped_rollout_names_a_few_hosts_not_all():
+    hosts = ["h%02d" % i for i in range(100)]
+    results = dict((h, {"batch": hosts[:50], "state": "failed"}) for h in hosts[:50])
+    stopped = start_batch(results, hosts, hosts[50:], "h50")["result"]["reason"]
+    assert stopped == ("the rollout stopped after batch 1 (h00, h01, h02, h03, h04 and 45 more): 50 of 50 host(s) "
+                       "failed (h00, h01, h02, h03, h04 and 45 more), more than sglang_dflash_max_fail_percentage=0%")
