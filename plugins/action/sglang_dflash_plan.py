@@ -20,12 +20,13 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery, _host_plan, _speculation, _steps
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name, stamped
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings, settings_from_vars
 
 FACTS_MODULE = "gpufleet.sglang.sglang_info"
 SPECULATION_MODULE = "gpufleet.sglang.sglang_speculation_info"
 ARGUMENT_SPEC = {
-    "settings": {"type": "dict", "required": True},
+    # Unset (the role's tasks): the role's variables as this task sees them (_settings.settings_from_vars).
+    "settings": {"type": "dict"},
     "mode": {"type": "str", "default": "deploy",
              "choices": ["deploy", "survey", "report", "verify", "drafters", "rollback"]},
     # Seconds of traffic the day-two check reads (verify: the settings' verify_window by default; report: none read
@@ -56,7 +57,16 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         task_vars = task_vars or {}
         host = task_vars.get("inventory_hostname")
-        settings = role_settings(args["settings"], gateway_host=task_vars.get("ansible_host") or host)
+        raw = args["settings"]
+        if raw is None:
+            try:
+                raw = settings_from_vars(task_vars, self._templar.template)
+            except ValueError as exc:
+                # A failed result, not AnsibleActionFail (which failed_when cannot catch): the fleet report's task
+                # keeps it as the host's row.
+                result.update(failed=True, changed=False, msg="host %s: %s" % (host, exc))
+                return result
+        settings = role_settings(raw, gateway_host=task_vars.get("ansible_host") or host)
         if args["state"]:
             settings["state"] = args["state"]
         if args["units"] is not None:

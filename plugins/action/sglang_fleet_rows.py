@@ -17,7 +17,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_plan import report_rows
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings, settings_from_vars
 
 # What the rows' result keeps of the module's own (the rest, the facts, went into the rows).
 _KEPT_KEYS = ("ansible_facts", "warnings", "deprecations")
@@ -33,13 +33,20 @@ class ActionModule(ActionBase):
         del tmp
         module_args = dict(self._task.args)
         plan_settings = module_args.pop("plan_settings", None)
+        host = task_vars.get("inventory_hostname")
+        if plan_settings is None:
+            try:
+                plan_settings = settings_from_vars(task_vars, self._templar.template)
+            except ValueError as exc:  # a failed result, which failed_when can catch (AnsibleActionFail it cannot)
+                result.update(failed=True, changed=False, msg="host %s: %s" % (host, exc))
+                return result
         if not isinstance(plan_settings, dict):
-            raise AnsibleActionFail("plan_settings must be a dict of the role's settings "
-                                    "(sglang_dflash__settings), not %r" % (plan_settings,))
+            raise AnsibleActionFail("plan_settings must be a dict of the role's settings (its variables without the "
+                                    "sglang_dflash_ prefix), or unset, not %r" % (plan_settings,))
         facts = self._execute_module(module_name="gpufleet.sglang.sglang_info", module_args=module_args,
                                      task_vars=task_vars)
         self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update((key, facts[key]) for key in _KEPT_KEYS if key in facts)
         result["changed"] = False
-        result["fleet_rows"] = report_rows(task_vars.get("inventory_hostname"), facts, role_settings(plan_settings))
+        result["fleet_rows"] = report_rows(host, facts, role_settings(plan_settings))
         return result

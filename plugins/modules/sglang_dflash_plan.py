@@ -39,11 +39,11 @@ author:
 options:
   settings:
     description:
-      - The role's settings, its variables without the C(sglang_dflash_) prefix (the role passes its generated
-        C(sglang_dflash__settings)). A setting left out takes the role's default. Read on the controller; never
-        sent to the host.
+      - The role's settings, its variables without the C(sglang_dflash_) prefix. A setting left out takes the role's
+        default. Read on the controller; never sent to the host.
+      - Unset (the role's tasks), the C(sglang_dflash_*) variables this task sees, each templated on its own - every
+        variable of the role's argument spec but the secrets.
     type: dict
-    required: true
   mode:
     description: What to decide (see the description).
     type: str

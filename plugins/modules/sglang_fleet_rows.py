@@ -27,10 +27,11 @@ author:
 options:
   plan_settings:
     description:
-      - The role gpufleet.sglang.sglang_dflash's settings (its C(sglang_dflash__settings)). Read on the controller,
-        never sent to the host.
+      - The role gpufleet.sglang.sglang_dflash's settings, its variables without the C(sglang_dflash_) prefix; one
+        left out takes the role's default. Read on the controller, never sent to the host.
+      - Unset, the C(sglang_dflash_*) variables this task sees (inventory, play or extra vars; the role's argument
+        spec lists them), each templated on its own.
     type: dict
-    required: true
 requirements:
   - As for M(gpufleet.sglang.sglang_info) - Python 3.8 or newer on the target, standard library only, and systemd.
 attributes:
@@ -57,7 +58,15 @@ EXAMPLES = r"""
       - name: "sglang@*"
     managed_env_dir: /etc/sglang
     rollout_record_dir: /var/lib/gpufleet-sglang
-    plan_settings: "{{ sglang_dflash__settings }}"
+  register: rows
+
+- name: The same rows judged for DDTree with a drafter of the host's (over the sglang_dflash_* variables)
+  gpufleet.sglang.sglang_fleet_rows:
+    services:
+      - name: "sglang@*"
+    plan_settings:
+      algorithm: DDTREE
+      draft_model_path: /models/qwen3-8b-dflash
   register: rows
 """
 

@@ -6,7 +6,7 @@ what to read on the host, then for every selected service its plan (deployment o
 the lines that show it and every reason to refuse it; the gateway checks to make before any change; or, for the fleet
 report, each service's row.
 
-The role passes its settings in (roles/sglang_dflash/vars/main.yml); nothing here reads a variable by name from
+The action passes the role's settings in (_settings.settings_from_vars); nothing here reads a variable by name from
 Ansible. Controller-only and pure.
 """
 

@@ -135,7 +135,7 @@ def new_unit_launcher(facts, settings):
 def deployment_plan(facts, raw_settings):
     """Decide the change for one host: {errors, mode, unit, files, exec_start, changes, switch_state, ...}.
 
-    raw_settings: the role's variables without the sglang_dflash_ prefix (see roles/.../vars/main.yml), the
+    raw_settings: the role's variables without the sglang_dflash_ prefix (_settings.settings_from_vars), the
     host's: what belongs to this service comes from its facts (_services.settings_for_service).
     errors is the full list of reasons this host cannot take the deployment; when it is empty the
     rest says exactly what to write, and `needs_change` whether anything differs from the host.

@@ -14,6 +14,7 @@ import math
 import os
 
 import yaml
+from ansible.errors import AnsibleError
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gateways.seam import declarations
 from ansible_collections.gpufleet.sglang.plugins.module_utils.release_limits import LIMIT_IDS
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._services import apply_service_entry, relabel
@@ -30,28 +31,56 @@ FLOAT_SETTINGS = {"min_accept_length": 1.0, "min_speedup": 0.0}
 # Role variables that are true or false; a caller that gives none gets the role's default (defaults/main.yml).
 BOOLEAN_SETTINGS = ("require_free_gpus", "disable_stopped_units", "speed_probe", "stop_drain", "restart_stopped_units")
 PREFIX = "sglang_dflash_"
-# The role's own files, beside this collection's plugins: its defaults are the one place a default is written.
+# The role's own files, beside this collection's plugins: its defaults are the one place a default is written, its
+# argument spec the one list of its variables.
 _ROLE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles", "sglang_dflash")
-_defaults = {}
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
 DRAFTER_REQUIRED = "sglang_dflash_draft_model_path is required"
 
 
+def _role_file(*parts):
+    with open(os.path.join(_ROLE_DIR, *parts)) as handle:
+        # LibYAML's loader where PyYAML has it: a tenth of the pure-Python one's time.
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+
+
+# Read at import: ansible-playbook imports an action plugin (and so this module) once, before it forks the worker of
+# each host and task, so the whole run shares one read (each worker reading them was 6 ms a host).
+_DEFAULTS = dict((k[len(PREFIX):], v) for k, v in _role_file("defaults", "main.yml").items())
+# The variables the plan takes: every one of the argument spec but the secrets (no_log: the tasks pass those to the
+# one module that needs them).
+PLAN_VARIABLES = tuple(sorted(
+    name for name, spec in _role_file("meta", "argument_specs.yml")["argument_specs"]["main"]["options"].items()
+    if not spec.get("no_log")))
+
+
 def role_defaults():
     """{setting: default} of the role (its defaults/main.yml, the sglang_dflash_ prefix taken off)."""
-    if not _defaults:
-        with open(os.path.join(_ROLE_DIR, "defaults", "main.yml")) as handle:
-            # Read in every worker process (one a host and task): LibYAML's loader where PyYAML has it, a tenth of the
-            # pure-Python one's 12 ms a host.
-            loaded = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            _defaults.update((k[len(PREFIX):], v) for k, v in (loaded or {}).items())
-    return dict(_defaults)
+    return dict(_DEFAULTS)
+
+
+def settings_from_vars(task_vars, template):
+    """The role's settings as a task of the role sees them: each variable of PLAN_VARIABLES that is set, by its name
+    without the prefix, templated on its own (template: the action's templar's). Set by the task's variables, not as
+    one templated argument: that was 82 templates compiled for every host and task (57 ms of the controller's CPU a
+    host), where most values are no template at all. A value that cannot be templated raises ValueError naming its
+    variable."""
+    settings = {}
+    for name in PLAN_VARIABLES:
+        if name not in task_vars:
+            continue
+        try:
+            settings[name[len(PREFIX):]] = template(task_vars[name])
+        except AnsibleError as exc:
+            raise ValueError("%s cannot be templated (%s): set it to a value, or to a template of variables this host "
+                             "has" % (name, exc)) from None
+    return settings
 
 
 def role_settings(raw, gateway_host=None):
-    """The settings a caller passes in (the role's vars/main.yml passes every variable of its argument spec), with the
-    role's default for any it leaves out and the address this host is reached at (the default worker URL's host)."""
+    """The settings a caller passes in (the role's tasks: settings_from_vars), with the role's default for any it
+    leaves out and the address this host is reached at (the default worker URL's host)."""
     settings = role_defaults()
     settings.update(raw or {})
     if gateway_host and not settings.get("gateway_host"):

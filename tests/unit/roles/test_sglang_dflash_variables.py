@@ -1,7 +1,6 @@
 """The role's variables: each default written once (defaults/main.yml, with argument_specs.yml documenting it and a
-test keeping the two equal); vars/main.yml is generated from the spec, and the plan reads defaults/main.yml."""
+test keeping the two equal); the plan reads the variables the spec lists, and its defaults from defaults/main.yml."""
 
-import re
 from pathlib import Path
 
 import yaml
@@ -10,10 +9,7 @@ from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _services, 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "sglang_dflash"
 DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
 SPEC = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
-SETTINGS = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["sglang_dflash__settings"]
-# Set by the role itself, not by the user: the facts of the service the tasks work on (the loop variable of
-# tasks/main.yml and tasks/fleet_row.yml).
-ROLE_SET = {"sglang_dflash_facts"}
+SETTINGS = [name[len(_settings.PREFIX):] for name in _settings.PLAN_VARIABLES]
 
 
 def test_every_default_is_specified_with_the_same_default():
@@ -29,15 +25,7 @@ def test_every_specified_variable_has_a_default_or_is_required():
         assert name in DEFAULTS or spec.get("required") or name == "sglang_dflash_draft_model_path", name
 
 
-def test_the_plan_settings_read_role_variables_that_exist():
-    for key, template in SETTINGS.items():
-        variables = set(re.findall(r"\b(sglang_dflash_[a-z_]+)\b", str(template)))
-        public = [v for v in variables if not v.startswith("sglang_dflash__") and v not in ROLE_SET]
-        for variable in public:
-            assert variable in SPEC, "vars/main.yml %s reads %s, which the argument spec lacks" % (key, variable)
-
-
-def test_the_plan_normalises_settings_that_vars_main_passes():
+def test_the_plan_normalises_settings_that_it_reads():
     checked = set(_settings.INTEGER_SETTINGS) | set(_settings.FLOAT_SETTINGS) | set(_settings.BOOLEAN_SETTINGS)
     assert checked <= set(SETTINGS), checked - set(SETTINGS)
     for key in checked:
