@@ -49,6 +49,13 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.systemctl import r
 from ansible_collections.gpufleet.sglang.plugins.module_utils.systemd_unit import read_service
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
+# The search for a release's DFlash/DDTree implementation (its terms are the module's search_terms): source files only
+# (no tests, no bytecode caches), at most 10 MiB a file, by rg where the host has it. tests/bench/search_bench.py
+# measures the ripgrep backend with this filter and limit.
+IMPLEMENTATION_SEARCH = dict(
+    patterns=[], match="identifier", case_sensitive=False, include=["*.py"],
+    exclude=["tests", "test", "__pycache__", ".git"], context=0, definitions=True, max_files=50, max_hits_per_file=3,
+    max_total_hits=100, max_filesize=10 * 1024 * 1024, backend="auto", rg_path=None)
 # What a plan reads of each flag (flags_detail=plan): the rest (help text, metavar, default, group, source line)
 # was most of the facts' size.
 PLAN_FLAG_KEYS = ("name", "aliases", "takes_value", "choices", "hidden", "negated_by")
@@ -322,11 +329,8 @@ class _Run(object):
         roots = package.get("search_roots") or []
         if roots:
             try:
-                found = run_search(dict(
-                    paths=roots, terms=list(params["search_terms"]), patterns=[], match="identifier",
-                    case_sensitive=False, include=["*.py"], exclude=["tests", "test", "__pycache__", ".git"],
-                    context=0, definitions=True, max_files=50, max_hits_per_file=3, max_total_hits=100,
-                    max_filesize=10 * 1024 * 1024, backend="auto", rg_path=None, cache=params.get("cache")), check_mode)
+                found = run_search(dict(IMPLEMENTATION_SEARCH, paths=roots, terms=list(params["search_terms"]),
+                                        cache=params.get("cache")), check_mode)
                 definitions = sorted(found["definitions"], key=lambda d: (d["kind"], d["path"], d["line"]))
                 release["implementation"] = {
                     "missing_terms": found["missing_terms"], "definitions": definitions[:30],

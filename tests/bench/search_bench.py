@@ -6,9 +6,10 @@ Default tree: the real sglang 0.5.23 package from the test venvs (about 4,700 .p
 Every contender is run once to warm the page cache, then --repeat times; medians are printed and
 the last line holds the ratios. rg and the ripgrep backend take turns round by round, so their
 ratios compare the same moments of a busy machine; their CPU times (the ratio in parentheses) are
-printed too, as they hardly move with the load. The ripgrep backend runs as sglang_info runs it
-(with max_filesize, 10 MiB) and without a size limit; rg with --max-filesize shows what the limit
-costs rg itself. Not a test: nothing is asserted.
+printed too, as they hardly move with the load. The ripgrep backend runs with *.py alone, with and without
+sglang_info's 10 MiB limit (rg with --max-filesize shows what the limit costs rg itself), and as sglang_info runs
+it (`module`: host_facts.IMPLEMENTATION_SEARCH's filter, which leaves out tests and __pycache__, its identifier
+rule without case and its limit) against rg given the same globs and -i. Not a test: nothing is asserted.
 """
 
 import argparse
@@ -26,13 +27,14 @@ from timing import interleaved_medians, median_seconds  # noqa: E402
 
 sys.path.insert(0, str(collections_root()))
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.host_facts import IMPLEMENTATION_SEARCH  # noqa: E402
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.match import LineMatcher  # noqa: E402
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.search import search  # noqa: E402
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.walk import FileFilter  # noqa: E402
 
 TERMS = ["DFLASH", "dflash", "speculative_dflash", "draft_window_size", "num_draft_tokens"]
-# sglang_info's size limit (plugins/module_utils/host_facts.py, its run_search call).
-MODULE_MAX_FILESIZE = 10 * 1024 * 1024
+# sglang_info's size limit (plugins/module_utils/host_facts.py).
+MODULE_MAX_FILESIZE = IMPLEMENTATION_SEARCH["max_filesize"]
 
 
 def naive_walk(root):
@@ -64,9 +66,13 @@ def main():
     def python_engine(m):
         return lambda: search([root], m, file_filter, backend="python", **unlimited)
 
-    def rg_backend(max_filesize):
-        return lambda: search([root], matcher, file_filter, backend="ripgrep", rg=rg, max_filesize=max_filesize,
-                              **unlimited)
+    def rg_backend(max_filesize, m=matcher, f=file_filter):
+        return lambda: search([root], m, f, backend="ripgrep", rg=rg, max_filesize=max_filesize, **unlimited)
+
+    module_matcher = LineMatcher(TERMS, [], IMPLEMENTATION_SEARCH["match"], IMPLEMENTATION_SEARCH["case_sensitive"])
+    module_filter = FileFilter(IMPLEMENTATION_SEARCH["include"], IMPLEMENTATION_SEARCH["exclude"])
+    module_globs = [a for g in IMPLEMENTATION_SEARCH["include"] for a in ("-g", g)] + [
+        a for g in IMPLEMENTATION_SEARCH["exclude"] for a in ("-g", "!" + g)]
 
     rows = {
         "python": median_seconds(python_engine(matcher), args.repeat),
@@ -80,6 +86,10 @@ def main():
             "rg-10MiB": run_quiet(rg_argv[:1] + ["--max-filesize", str(MODULE_MAX_FILESIZE)] + rg_argv[1:]),
             "rg-backend": rg_backend(0),
             "rg-backend-10MiB": rg_backend(MODULE_MAX_FILESIZE),
+            "rg-module": run_quiet([rg, "-n", "-i", "--no-ignore", "--hidden", "--max-filesize",
+                                    str(MODULE_MAX_FILESIZE)] + module_globs + [a for t in TERMS for a in ("-e", t)]
+                                   + [root]),
+            "rg-backend-module": rg_backend(MODULE_MAX_FILESIZE, module_matcher, module_filter),
         }, args.repeat)
         rows.update(wall)
     # The identifier rule (the default of the module) costs only on the lines that hold a term.
@@ -92,6 +102,8 @@ def main():
     if rg:
         for name in ("rg-backend-10MiB", "rg-backend", "rg-10MiB"):
             ratios.append("%s/rg=%.2f (CPU %.2f)" % (name, rows[name] / rows["rg"], cpu[name] / cpu["rg"]))
+        ratios.append("rg-backend-module/rg-module=%.2f (CPU %.2f)" % (
+            rows["rg-backend-module"] / rows["rg-module"], cpu["rg-backend-module"] / cpu["rg-module"]))
     ratios.append("naive/python=%.1f" % (rows["naive"] / rows["python"]))
     print(" ".join(ratios))
 
