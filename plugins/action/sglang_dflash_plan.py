@@ -20,7 +20,7 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils import _drafter_delivery, _host_plan, _speculation, _steps
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._run import run_name, stamped
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings, settings_from_vars
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import given_or_task_settings, role_settings
 
 FACTS_MODULE = "gpufleet.sglang.sglang_info"
 SPECULATION_MODULE = "gpufleet.sglang.sglang_speculation_info"
@@ -57,15 +57,10 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         task_vars = task_vars or {}
         host = task_vars.get("inventory_hostname")
-        raw = args["settings"]
-        if raw is None:
-            try:
-                raw = settings_from_vars(task_vars, self._templar.template)
-            except ValueError as exc:
-                # A failed result, not AnsibleActionFail (which failed_when cannot catch): the fleet report's task
-                # keeps it as the host's row.
-                result.update(failed=True, changed=False, msg="host %s: %s" % (host, exc))
-                return result
+        raw, problem = given_or_task_settings(args["settings"], task_vars, self._templar.template)
+        if problem:
+            result.update(failed=True, changed=False, msg=problem)
+            return result
         settings = role_settings(raw, gateway_host=task_vars.get("ansible_host") or host)
         if args["state"]:
             settings["state"] = args["state"]

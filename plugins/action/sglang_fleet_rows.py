@@ -17,7 +17,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.sglang.plugins.plugin_utils._host_plan import report_rows
-from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import role_settings, settings_from_vars
+from ansible_collections.gpufleet.sglang.plugins.plugin_utils._settings import given_or_task_settings, role_settings
 
 # What the rows' result keeps of the module's own (the rest, the facts, went into the rows).
 _KEPT_KEYS = ("ansible_facts", "warnings", "deprecations")
@@ -32,14 +32,11 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         module_args = dict(self._task.args)
-        plan_settings = module_args.pop("plan_settings", None)
-        host = task_vars.get("inventory_hostname")
-        if plan_settings is None:
-            try:
-                plan_settings = settings_from_vars(task_vars, self._templar.template)
-            except ValueError as exc:  # a failed result, which failed_when can catch (AnsibleActionFail it cannot)
-                result.update(failed=True, changed=False, msg="host %s: %s" % (host, exc))
-                return result
+        plan_settings, problem = given_or_task_settings(module_args.pop("plan_settings", None), task_vars,
+                                                        self._templar.template)
+        if problem:
+            result.update(failed=True, changed=False, msg=problem)
+            return result
         if not isinstance(plan_settings, dict):
             raise AnsibleActionFail("plan_settings must be a dict of the role's settings (its variables without the "
                                     "sglang_dflash_ prefix), or unset, not %r" % (plan_settings,))
@@ -48,5 +45,5 @@ class ActionModule(ActionBase):
         self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update((key, facts[key]) for key in _KEPT_KEYS if key in facts)
         result["changed"] = False
-        result["fleet_rows"] = report_rows(host, facts, role_settings(plan_settings))
+        result["fleet_rows"] = report_rows(task_vars.get("inventory_hostname"), facts, role_settings(plan_settings))
         return result
