@@ -7,7 +7,6 @@ finish; drain_clients more clients keep streams of drain_tokens tokens in flight
 """
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,13 @@ LOADGEN = Path(__file__).resolve().parent / "loadgen.py"
 
 def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900, api_key=None, long_tokens=1000,
                drain_clients=0, drain_tokens=2500):
-    work = Path(tempfile.mkdtemp(prefix="gpufleet-load-"))
+    with tempfile.TemporaryDirectory(prefix="gpufleet-load-") as work:
+        return _under_load(Path(work), gateway_url, rollout, clients, settle_s, max_duration_s, api_key, long_tokens,
+                           drain_clients, drain_tokens)
+
+
+def _under_load(work, gateway_url, rollout, clients, settle_s, max_duration_s, api_key, long_tokens, drain_clients,
+                drain_tokens):
     stop, out = work / "stop", work / "load.json"
     argv = [sys.executable, str(LOADGEN), "--url", gateway_url, "--clients", str(clients), "--duration",
             str(max_duration_s), "--stop-file", str(stop), "--out", str(out), "--long-tokens", str(long_tokens),
@@ -38,6 +43,4 @@ def under_load(gateway_url, rollout, clients=8, settle_s=3.0, max_duration_s=900
         output = load.communicate(timeout=300)[0]
     if load.returncode != 0 or not out.exists():
         raise RuntimeError("the load generator failed (rc %s): %s" % (load.returncode, output[-2000:]))
-    counts = json.loads(out.read_text())
-    os.unlink(out)
-    return result, counts, seconds
+    return result, json.loads(out.read_text()), seconds
