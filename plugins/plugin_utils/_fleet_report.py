@@ -2,7 +2,7 @@
 # Copyright (c) gpufleet.sglang contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the fleet report says: the Markdown report whole, and what the HTML page shows (its template,
-playbooks/templates/fleet-report.html.j2, only lays it out and escapes it).
+playbooks/templates/fleet-report.html.j2, only lays it out and escapes it; html_page renders it).
 
 Controller-only and pure. The rows are sglang_fleet_rows' (_records.fleet_rows): one per service, with the
 host's facts, its plan's judgement and its place in its gateways.
@@ -11,6 +11,8 @@ host's facts, its plan's judgement and its place in its gateways.
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import jinja2
 
 # A person's order: what needs one first.
 STATUSES = ("blocked", "failed", "unreachable", "unknown", "ready")
@@ -316,3 +318,19 @@ def html_view(rows):
         "gpu_models": _tally(models),
         "groups": [(status, [_html_row(row) for row in group]) for status, group in by_status(rows) if group],
     }
+
+
+class _Undefined(jinja2.ChainableUndefined):
+    """As in Ansible's templates: `a.b.c | default(x)` for a missing `a.b`, but an undefined value written out fails."""
+    __str__ = jinja2.Undefined._fail_with_undefined_error
+    __iter__ = jinja2.Undefined._fail_with_undefined_error
+
+
+def html_page(rows, template):
+    """fleet-report.html: the template's text rendered with the rows as sglang_fleet_rows, as Ansible's template lookup
+    renders it (blocks trimmed, None written as nothing) but by Jinja alone: Ansible's templating walks every value
+    of the rows (about 30 KB a host), 0.7 s at 32 hosts against 0.07 s."""
+    environment = jinja2.Environment(trim_blocks=True, keep_trailing_newline=True, undefined=_Undefined,
+                                     finalize=lambda value: "" if value is None else value)
+    environment.filters["gpufleet.sglang.sglang_fleet_view"] = html_view
+    return environment.from_string(template).render(sglang_fleet_rows=rows)

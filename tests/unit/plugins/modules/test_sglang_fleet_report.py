@@ -32,4 +32,4 @@ def test_the_examples_use_documented_options_only():
     options = set(documented(sglang_fleet_report, "DOCUMENTATION")["options"])
     for task in documented(sglang_fleet_report, "EXAMPLES"):
         assert set(task["gpufleet.sglang.sglang_fleet_report"]) <= options, task["name"]
-    assert documented(sglang_fleet_report, "RETURN")["written"]["returned"] == "with O(dest) and O(files)"
+    assert documented(sglang_fleet_report, "RETURN")["written"]["returned"] == "with O(dest)"
