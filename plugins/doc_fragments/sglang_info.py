@@ -105,8 +105,9 @@ options:
     default: full
   cache:
     description:
-      - On-host cache directory for the flags, the source search and the release's limits (nothing is written in
-        check mode). Each entry is served only while the files it was read from are unchanged.
+      - On-host cache directory for the flags, the source search, the release's limits and which services may run
+        SGLang (nothing is written in check mode). Each entry is served only while the files it was read from are
+        unchanged; which services may run SGLang, also while every service's state is (C(systemctl list-units)).
     type: path
   timeout:
     description: Seconds for each probe of the interpreter and each C(nvidia-smi) call.

@@ -240,7 +240,7 @@ class _Run(object):
         """The host's SGLang units (sglang_services.discover), each with the release its interpreter has."""
         known = dict((u["id"], u) for u in units if u.get("id"))
         found = discover(list(self.params["launcher_modules"]), run_systemctl, self.params.get("managed_dropin"),
-                         self.host["gpus"], known, self.manager_env)
+                         self.host["gpus"], known, self.manager_env, self.params.get("cache"), self.check_mode)
         out = []
         for entry, unit in found:
             self.units.setdefault(entry["unit"], unit)

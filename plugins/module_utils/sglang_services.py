@@ -17,6 +17,13 @@ import fnmatch
 import os
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
+    cache_read,
+    cache_write,
+    entry_key,
+    fingerprint_files,
+    matches_shape,
+)
 from ansible_collections.gpufleet.sglang.plugins.module_utils.service_environment import (
     DECIDING_VARIABLES,
     DRIFT_NOTE,
@@ -29,6 +36,12 @@ SGLANG_DEFAULT_PORT = 30000
 GLOB_CHARACTERS = "*?["
 # Properties enough to tell an SGLang unit from the others without reading every unit's files.
 _SCAN_PROPERTIES = "Id,ExecStart"
+# Where systemd (the system manager) reads units from (systemd-analyze unit-paths), generators' output included.
+SYSTEMD_UNIT_DIRS = ("/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+                     "/run/systemd/generator.early", "/etc/systemd/system", "/etc/systemd/system.attached",
+                     "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
+                     "/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system",
+                     "/run/systemd/generator.late")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -120,23 +133,26 @@ def _template_of(unit_id):
 
 
 def _loaded_services(run_systemctl):
+    """[(unit name, its list-units line)] of every loaded service."""
     rc, out, _err = run_systemctl(["systemctl", "list-units", "--type=service", "--all", "--plain",
                                    "--no-legend", "--no-pager"])
     if rc != 0:
         return []
-    names = []
+    loaded = []
     for line in out.splitlines():
         words = line.replace("\u25cf", " ").split()
         if words and words[0].endswith(".service"):
-            names.append(words[0])
-    return names
+            loaded.append((words[0], " ".join(words)))
+    return loaded
 
 
-def _may_run_sglang(exec_start_property):
-    """A cheap first look at `systemctl show -p ExecStart`: the command or its script mentions sglang."""
+def _may_run_sglang(exec_start_property, scripts):
+    """A cheap first look at `systemctl show -p ExecStart`: the command or its script mentions sglang. Each file read
+    is added to scripts (what the answer depends on)."""
     if "sglang" in exec_start_property:
         return True
     for path in re.findall(r"path=(\S+)", exec_start_property):
+        scripts.add(path)
         try:
             with open(path, "rb") as handle:
                 head = handle.read(65536)
@@ -147,28 +163,88 @@ def _may_run_sglang(exec_start_property):
     return False
 
 
-def discover(launchers, run_systemctl, managed_dropin, gpu_facts, known=None, manager_env=None):
+def _unit_files_fingerprint():
+    """(name, mtime_ns, size) of every file in systemd's unit directories and their drop-in directories, through
+    symlinks: a unit's ExecStart cannot change without one of them changing (or a unit appearing in list-units)."""
+    out = []
+    for folder in SYSTEMD_UNIT_DIRS:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            out.append(_entry_print(entry))
+            if entry.name.endswith(".d") and entry.is_dir():
+                try:
+                    out.extend(_entry_print(inner) for inner in os.scandir(entry.path))
+                except OSError:
+                    continue
+    return out
+
+
+def _entry_print(entry):
+    try:
+        st = entry.stat()
+    except OSError:
+        return [entry.path, None, None]
+    return [entry.path, st.st_mtime_ns, st.st_size]
+
+
+def _sglang_candidates(loaded, run_systemctl, cache_dir=None, check_mode=False):
+    """The loaded services whose ExecStart may run SGLang (_may_run_sglang), by one `systemctl show` of every service
+    (about 80 ms of CPU on a lab node, a third of it systemd's), or from the on-host cache: its entry is keyed by
+    every service's list-units line and the unit files' fingerprint, and served while the scripts it read are
+    unchanged."""
+    key = entry_key({"kind": "sglang_candidates", "services": [line for _name, line in loaded],
+                     "unit_files": _unit_files_fingerprint()}) if cache_dir else None
+    if key:
+        hit, _path = cache_read(cache_dir, key, _valid_candidates)
+        if hit and fingerprint_files([path for path, _m, _s in hit["scripts"]]) == [
+                printed for printed in hit["scripts"] if printed[1] is not None]:
+            return hit["candidates"]
+    rc, out, _err = run_systemctl(["systemctl", "show", "--no-pager", "-p", _SCAN_PROPERTIES]
+                                  + [name for name, _line in loaded])
+    if rc != 0:
+        return []
+    candidates, scripts = [], set()
+    for block in out.split("\n\n"):
+        show = parse_show(block)
+        if show.get("Id") and _may_run_sglang(show.get("ExecStart") or "", scripts):
+            candidates.append(show["Id"])
+    if key and not check_mode:
+        printed = dict((p, [p, m, n]) for p, m, n in fingerprint_files(sorted(scripts)))
+        try:
+            cache_write(cache_dir, key, {"candidates": candidates,
+                                         "scripts": [printed.get(p, [p, None, None]) for p in sorted(scripts)]})
+        except OSError:
+            pass  # a cache that cannot be written is a miss next time
+    return candidates
+
+
+def _valid_candidates(entry):
+    return (matches_shape(entry, {"candidates": list, "scripts": list})
+            and all(isinstance(c, str) for c in entry["candidates"])
+            and all(isinstance(s, list) and len(s) == 3 and isinstance(s[0], str) for s in entry["scripts"]))
+
+
+def discover(launchers, run_systemctl, managed_dropin, gpu_facts, known=None, manager_env=None, cache_dir=None,
+             check_mode=False):
     """[(describe(unit), unit)] of every loaded service unit whose ExecStart runs SGLang, sorted by unit.
 
     known: {unit id: read_service result} already read by the caller (not read twice).
     manager_env: systemd's own environment for every service (service_environment.manager_environment).
+    cache_dir: the on-host cache, which keeps which services may run SGLang (_sglang_candidates).
     """
     known = dict(known or {})
-    names = [n for n in _loaded_services(run_systemctl) if n not in known]
+    loaded = [(name, line) for name, line in _loaded_services(run_systemctl) if name not in known]
     found = [unit for unit in known.values() if unit.get("exists") and unit.get("command")]
-    if names:
-        rc, out, _err = run_systemctl(["systemctl", "show", "--no-pager", "-p", _SCAN_PROPERTIES] + names)
-        blocks = out.split("\n\n") if rc == 0 else []
-        for block in blocks:
-            show = parse_show(block)
-            if not show.get("Id") or not _may_run_sglang(show.get("ExecStart") or ""):
-                continue
-            try:
-                unit = read_service(show["Id"], launchers, run_systemctl, managed_dropin)
-            except Exception:  # pylint: disable=broad-except
-                continue  # a unit that cannot be read is not one of ours to map
-            if unit.get("exists") and unit.get("command"):
-                found.append(unit)
+    for unit_id in _sglang_candidates(loaded, run_systemctl, cache_dir, check_mode) if loaded else []:
+        try:
+            unit = read_service(unit_id, launchers, run_systemctl, managed_dropin)
+        except Exception:  # pylint: disable=broad-except
+            continue  # a unit that cannot be read is not one of ours to map
+        if unit.get("exists") and unit.get("command"):
+            found.append(unit)
     return sorted(((describe(unit, gpu_facts, manager_env), unit) for unit in found), key=lambda pair: pair[0]["unit"])
 
 

@@ -95,6 +95,51 @@ def test_discover_reads_only_the_units_that_run_sglang(tmp_path, monkeypatch):
     assert sglang_services.SGLANG_DEFAULT_PORT == 30000
 
 
+def test_which_services_may_run_sglang_is_kept_until_a_unit_file_a_script_or_a_service_changes(tmp_path,
+                                                                                              monkeypatch):
+    units = tmp_path / "system"
+    (units / "api.service.d").mkdir(parents=True)
+    (units / "api.service").write_text("[Service]\nExecStart=/srv/serve.sh\n")
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/sh\nexec /usr/bin/python3 -m http.server\n")
+    monkeypatch.setattr(sglang_services, "SYSTEMD_UNIT_DIRS", (str(units), str(tmp_path / "missing")))
+    shows, lines = [], {"api.service": "api.service loaded active running api",
+                        "cron.service": "cron.service loaded active running cron"}
+
+    def systemctl(argv):
+        if argv[1] == "list-units":
+            return 0, "\n".join(lines.values()) + "\n", ""
+        if argv[4] != "Id,ExecStart":
+            return 0, "Id=%s\nLoadState=loaded\n" % argv[-1], ""  # a candidate read as a unit
+        shows.append(argv)
+        return 0, ("Id=api.service\nExecStart={ path=%s ; argv[]=%s }\n\nId=cron.service\n"
+                   "ExecStart={ path=/usr/sbin/cron ; argv[]=/usr/sbin/cron -f }\n" % (script, script)), ""
+
+    def scans():
+        discover(["sglang.launch_server"], systemctl, None, {"gpus": GPUS, "processes": []},
+                 cache_dir=str(tmp_path / "cache"))
+        return len(shows)
+
+    assert scans() == 1 and scans() == 1  # the second run reads no service
+    # The script now starts SGLang (no unit changed): read again, and found.
+    script.write_text("#!/bin/sh\nexec /opt/venv/bin/python3 -m sglang.launch_server\n")
+    candidates = sglang_services._sglang_candidates(list(sglang_services._loaded_services(systemctl)), systemctl,
+                                                    str(tmp_path / "cache"))
+    assert candidates == ["api.service"] and len(shows) == 2
+    assert scans() == 2
+    (units / "api.service.d" / "override.conf").write_text("[Service]\nExecStart=\nExecStart=/srv/other\n")
+    assert scans() == 3  # a drop-in
+    lines["cron.service"] = "cron.service loaded inactive dead cron"
+    assert scans() == 4  # a service's state
+    # In check mode nothing is kept; a cache that cannot be written is only a miss.
+    lines["new.service"] = "new.service loaded active running new"
+    discover([], systemctl, None, {"gpus": GPUS, "processes": []}, cache_dir=str(tmp_path / "cache"), check_mode=True)
+    assert scans() == 6
+    (tmp_path / "file").write_text("")
+    discover([], systemctl, None, {"gpus": GPUS, "processes": []}, cache_dir=str(tmp_path / "file"))
+    assert len(shows) == 7
+
+
 def test_a_running_service_is_mapped_by_what_its_process_got(tmp_path, monkeypatch):
     # The files were edited since the start: the map shows what runs, and what a restart gives.
     conf = tmp_path / "gamma.env"
