@@ -95,8 +95,8 @@ def test_discover_reads_only_the_units_that_run_sglang(tmp_path, monkeypatch):
     assert sglang_services.SGLANG_DEFAULT_PORT == 30000
 
 
-def test_which_services_may_run_sglang_is_kept_until_a_unit_file_a_script_or_a_service_changes(tmp_path,
-                                                                                              monkeypatch):
+def test_which_services_may_run_sglang_is_kept_until_a_unit_file_a_script_or_a_service_changes(
+        tmp_path, monkeypatch):
     units = tmp_path / "system"
     (units / "api.service.d").mkdir(parents=True)
     (units / "api.service").write_text("[Service]\nExecStart=/srv/serve.sh\n")
