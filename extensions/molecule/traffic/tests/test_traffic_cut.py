@@ -21,8 +21,8 @@ from test_traffic import (  # noqa: E402
     DRAIN_LOAD,
     GATEWAY,
     HAPROXY,
-    HAPROXY_LOAD,
     KEY,
+    LOAD,
     WORKERS,
     gateway_workers,
     haproxy_servers,
@@ -34,7 +34,7 @@ NODES = ["traffic-1", "traffic-2", "traffic-3", "traffic-4"]
 WINDOWS = iter(range(2112, 4096, 64))
 # Streams of 6000 tokens (13 s with DFlash): a drain long enough for a cut to land in it.
 CUT_LOAD = dict(DRAIN_LOAD, drain_tokens=6000)
-CUT_HAPROXY_LOAD = dict(HAPROXY_LOAD, drain_tokens=6000)
+CUT_HAPROXY_LOAD = dict(LOAD, drain_clients=4, drain_tokens=6000)
 
 
 def node(name):
