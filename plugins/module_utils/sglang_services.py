@@ -164,30 +164,22 @@ def _may_run_sglang(exec_start_property, scripts):
 
 
 def _unit_files_fingerprint():
-    """(name, mtime_ns, size) of every file in systemd's unit directories and their drop-in directories, through
+    """(path, mtime_ns, size) of every file in systemd's unit directories and their drop-in directories, through
     symlinks: a unit's ExecStart cannot change without one of them changing (or a unit appearing in list-units)."""
-    out = []
+    paths = []
     for folder in SYSTEMD_UNIT_DIRS:
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
-            out.append(_entry_print(entry))
+            paths.append(entry.path)
             if entry.name.endswith(".d") and entry.is_dir():
                 try:
-                    out.extend(_entry_print(inner) for inner in os.scandir(entry.path))
+                    paths.extend(inner.path for inner in os.scandir(entry.path))
                 except OSError:
                     continue
-    return out
-
-
-def _entry_print(entry):
-    try:
-        st = entry.stat()
-    except OSError:
-        return [entry.path, None, None]
-    return [entry.path, st.st_mtime_ns, st.st_size]
+    return fingerprint_files(paths)
 
 
 def _sglang_candidates(loaded, run_systemctl, cache_dir=None, check_mode=False):
