@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.ast_statements import statements
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
     CACHE_FORMAT,
     cache_read,
@@ -220,7 +221,7 @@ def limits_from_source(source, origin):
             found.append({"id": limit_id, "kind": kind, "algorithm": algorithm, "terms": terms,
                           "message": " ".join(message.split()), "source": "%s:%d" % (origin, line)})
 
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.FunctionDef) and node.name.startswith("_handle_") \
                 and node.name[len("_handle_"):].upper() in ALGORITHMS:
             for conditions, message, line in _raises(node.body, [], source):
@@ -241,7 +242,7 @@ def limits_from_source(source, origin):
 def defaults_from_source(source, names):
     """{setting: default} of the named settings declared with a literal default (`name: T = value`)."""
     defaults = {}
-    for node in ast.walk(ast.parse(source)):
+    for node in statements(ast.parse(source)):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names \
                 and isinstance(node.value, ast.Constant):
             defaults.setdefault(node.target.id, node.value.value)

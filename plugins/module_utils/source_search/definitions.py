@@ -10,27 +10,14 @@ __metaclass__ = type
 import ast
 import re
 
+from ansible_collections.gpufleet.sglang.plugins.module_utils.ast_statements import statements
+
 _DEFINITION_LINE = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s")
 
 
 def may_define(path, hits):
     """Whether a file is worth parsing: a Python file where a hit sits on a `def`/`class` line."""
     return path.endswith(".py") and any(_DEFINITION_LINE.match(hit["text"]) for hit in hits)
-
-
-# The fields of a statement that hold statements: a class or function can only be defined by a statement, so the
-# expressions (most of a file's nodes) need no visit.
-_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
-def _statements(tree):
-    """Every statement of a module, nested ones included (class and function bodies, if/for/while/with/try/match)."""
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for field in _BODIES:
-            stack.extend(getattr(node, field, None) or ())
 
 
 def definitions_in(path, matcher):
@@ -41,7 +28,7 @@ def definitions_in(path, matcher):
     except (OSError, SyntaxError, ValueError):
         return []
     out = []
-    for node in _statements(tree):
+    for node in statements(tree):
         defines = isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
         if defines and matcher.is_definition_name(node.name):
             out.append({"path": path, "line": node.lineno,
