@@ -90,7 +90,8 @@ class FakeHub(object):
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.endpoint = "http://127.0.0.1:%d" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # Polled every 20 ms (serve_forever's default, 0.5 s, is what each test's shutdown waited).
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def tree(self):
         out = []

@@ -53,7 +53,7 @@ class Answers(BaseHTTPRequestHandler):
 @pytest.fixture
 def server():
     httpd = HTTPServer(("127.0.0.1", 0), Answers)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)  # shutdown() waits one poll
     thread.start()
     yield base_url("127.0.0.1", httpd.server_address[1])
     httpd.shutdown()

@@ -124,7 +124,7 @@ def test_plain_http_posts_json_and_reads_the_status_and_body():
             pass
 
     server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()  # shutdown() waits one poll
     try:
         base = "http://127.0.0.1:%d" % server.server_address[1]
         assert http_post_json(base + "/generate", {"text": "x"}, 5) == (
