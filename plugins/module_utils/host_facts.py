@@ -255,8 +255,8 @@ class _Run(object):
         key = (python, tuple(sorted(environment.items())))
         if key not in self.packages:
             try:
-                self.packages[key] = python_package.resolve_package(python, "sglang", environment,
-                                                                    self.params["timeout"])
+                self.packages[key] = python_package.resolve_package(
+                    python, "sglang", environment, self.params["timeout"], self.params.get("cache"), self.check_mode)
             except python_package.PackageInfoError as exc:
                 self.packages[key] = exc
         return self.packages[key] if not isinstance(self.packages[key], Exception) else None

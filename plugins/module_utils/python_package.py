@@ -12,13 +12,23 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import hashlib
 import inspect
 import json
 import os
 import re
+import time
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils import package_probe
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
+    CACHE_FORMAT,
+    cache_read,
+    cache_write,
+    entry_key,
+    fingerprint_files,
+    matches_shape,
+)
 
 PROBE_MARKER = package_probe.MARKER
 
@@ -73,13 +83,38 @@ def _check_arguments(python, name, timeout):
         raise PackageInfoError("name %r is not a top-level import name such as 'sglang'" % (name,))
 
 
-def resolve_package(python, name="sglang", environment=None, timeout=30):
+def resolve_package(python, name="sglang", environment=None, timeout=30, cache_dir=None, check_mode=False):
     """Where interpreter python imports the top-level package name from, and how it was installed.
 
     environment: extra variables for the interpreter (such as the service's PYTHONPATH).
+    cache_dir: the on-host cache; the probe's answer is kept there and served while every file and directory it
+    came from is unchanged (_probe_watched), so that a warm run starts no interpreter. Nothing is written in
+    check mode, and a cache that cannot be written is only a miss.
     Returns classify's result plus elapsed_s; raises PackageInfoError.
     """
     _check_arguments(python, name, timeout)
+    started = time.monotonic()
+    key = _probe_cache_key(python, name, environment) if cache_dir else None
+    raw = _cached_probe(cache_dir, key) if key else None
+    if raw is None:
+        raw = _run_probe(python, name, environment, timeout)
+        if key and not check_mode and not raw.get("errors"):
+            try:
+                paths = _probe_watched(python, raw)
+                cache_write(cache_dir, key, {"raw": raw, "cwd": os.getcwd(), "paths": paths,
+                                             "fingerprint": fingerprint_files(paths)})
+            except OSError:
+                pass  # the cache is an optimisation: the probe runs again next time
+    try:
+        result = classify(raw, name)
+    except BrokenInstall as exc:
+        raise PackageInfoError("interpreter %s: broken install of %s: %s" % (python, name, exc)) from None
+    result["elapsed_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def _run_probe(python, name, environment, timeout):
+    """The probe's raw answer from the interpreter itself."""
     env = dict(os.environ)
     env.update((str(k), str(v)) for k, v in (environment or {}).items())
     run = run_argv([python, "-c", probe_source(), name], timeout=timeout, env=env)
@@ -98,12 +133,63 @@ def resolve_package(python, name="sglang", environment=None, timeout=30):
     if _version_tuple(raw.get("python")) < (3, 8):
         raise PackageInfoError("%s is Python %s; the interpreter must be Python 3.8 or newer"
                                % (python, raw.get("python")))
-    try:
-        result = classify(raw, name)
-    except BrokenInstall as exc:
-        raise PackageInfoError("interpreter %s: broken install of %s: %s" % (python, name, exc)) from None
-    result["elapsed_s"] = round(run.elapsed_s, 3)
-    return result
+    return raw
+
+
+# Variables of the module's own environment that change what a `python -c` imports: its search path, its site and
+# user site directories (HOME), its hooks.
+_PROBE_ENVIRONMENT = re.compile(r"^(PYTHON\w*|HOME|VIRTUAL_ENV)$")
+
+
+def _probe_cache_key(python, name, environment):
+    inherited = sorted((k, v) for k, v in os.environ.items() if _PROBE_ENVIRONMENT.match(k))
+    return entry_key({"format": CACHE_FORMAT, "kind": "package_probe", "python": python, "name": name,
+                      "environment": sorted((str(k), str(v)) for k, v in (environment or {}).items()),
+                      "inherited": inherited,
+                      "probe": hashlib.sha256(probe_source().encode("utf-8")).hexdigest()})
+
+
+_CACHED_PROBE_FIELDS = {"raw": dict, "cwd": str, "paths": list, "fingerprint": list}
+
+
+def _cached_probe(cache_dir, key):
+    """The probe's kept answer, or None: kept for this working directory (`python -c` imports from it first), with
+    the same fingerprints of everything it came from (a path that appeared since counts: it was not there before)."""
+    def valid(entry):
+        return matches_shape(entry, _CACHED_PROBE_FIELDS) and entry["cwd"] == os.getcwd() \
+            and fingerprint_files(entry["paths"]) == entry["fingerprint"]
+    entry, _path = cache_read(cache_dir, key, valid)
+    return entry["raw"] if entry else None
+
+
+# Files in a search path directory that change what its other entries mean: path configuration (.pth, read at start)
+# and the site hooks.
+_PATH_HOOK = re.compile(r"(\.pth|^sitecustomize\.py|^usercustomize\.py)$")
+
+
+def _probe_watched(python, raw):
+    """Every path the probe's answer depends on: the interpreter and its venv's pyvenv.cfg, each directory on its
+    search path (pip adding or removing a package changes it) with the .pth files and site hooks in it, where the
+    package was found, its version.py, its dist-info's files, the editable-install markers."""
+    cwd = os.getcwd()
+    dirs = [p or cwd for p in (raw.get("sys_path") or [])] + list(raw.get("site_dirs") or [])
+    paths = [python, os.path.realpath(python), os.path.join(raw.get("prefix") or "", "pyvenv.cfg")] + dirs
+    for directory in dirs:
+        try:
+            paths.extend(os.path.join(directory, n) for n in sorted(os.listdir(directory)) if _PATH_HOOK.search(n))
+        except OSError:
+            continue  # not a directory (a zip), or gone: its own fingerprint says so
+    spec = raw.get("spec") or {}
+    locations = list(spec.get("locations") or [])
+    paths += [spec.get("origin") or ""] + locations + [os.path.join(loc, "version.py") for loc in locations[:1]]
+    dist_path = (raw.get("dist") or {}).get("path")
+    if dist_path:
+        paths += [dist_path] + [os.path.join(dist_path, n)
+                                for n in ("METADATA", "PKG-INFO", "RECORD", "direct_url.json", "INSTALLER")]
+    markers = raw.get("markers") or {}
+    paths += list((markers.get("egg_links") or {}).keys()) + list(markers.get("editable_pth") or []) \
+        + list(markers.get("editable_finders") or [])
+    return sorted(set(p for p in paths if p))
 
 
 def _version_tuple(text):

@@ -239,3 +239,98 @@ def test_broken_metadata_is_named_never_a_traceback(venvs, scratch_copy, how, pr
     assert "%s %s" % (meta, problem) in str(info.value)
     assert "pip install --force-reinstall sglang==0.5.6" in str(info.value)
     assert info.value.stderr is None
+
+
+# --- the probe's answer kept in the on-host cache -----------------------------------------------------
+
+@pytest.fixture
+def probes(monkeypatch):
+    """How many times an interpreter ran the probe."""
+    from ansible_collections.gpufleet.sglang.plugins.module_utils import python_package
+
+    calls = []
+    real = python_package.run_argv
+
+    def counting(argv, *args, **kwargs):
+        calls.append(argv[0])
+        return real(argv, *args, **kwargs)
+
+    monkeypatch.setattr(python_package, "run_argv", counting)
+    return calls
+
+
+def without_elapsed(result):
+    return dict((k, v) for k, v in result.items() if k != "elapsed_s")
+
+
+def test_the_probe_s_answer_is_kept_until_what_it_came_from_changes(venvs, tmp_path, probes):
+    target = tmp_path / "deps"
+    pip_install_localpkg(venvs["empty"], "--target", str(target))
+    python, cache = str(venvs["empty"] / "bin" / "python"), str(tmp_path / "cache")
+    env = {"PYTHONPATH": str(target)}
+    first = resolve_package(python, environment=env, cache_dir=cache)
+    again = resolve_package(python, environment=env, cache_dir=cache)
+    assert len(probes) == 1 and without_elapsed(again) == without_elapsed(first)
+    assert first["install"] == "path" and first["version"]
+    # Another environment is another answer; so is another working directory (`python -c` imports from it first).
+    resolve_package(python, environment={"PYTHONPATH": str(target), "PYTHONSAFEPATH": "1"}, cache_dir=cache)
+    assert len(probes) == 2
+    # pip upgrading the package in place: its dist-info goes and another comes, and the answer is read again.
+    old = next(target.glob("*.dist-info"))
+    new = old.with_name(old.name.replace(first["version"], "9.9.9"))
+    old.rename(new)
+    metadata = new / "METADATA"
+    metadata.write_text(metadata.read_text().replace("Version: %s" % first["version"], "Version: 9.9.9"))
+    upgraded = resolve_package(python, environment=env, cache_dir=cache)
+    assert len(probes) == 3 and upgraded["version"] == "9.9.9"
+    # pip uninstalling it: missing, never the kept answer.
+    for path in sorted(target.iterdir()):
+        subprocess.run(["rm", "-rf", str(path)], check=True)
+    gone = resolve_package(python, environment=env, cache_dir=cache)
+    assert len(probes) == 4 and gone["install"] == "missing"
+
+
+def test_a_file_appearing_on_the_search_path_is_a_change(venvs, tmp_path, probes, monkeypatch):
+    python, cache = str(venvs["empty"] / "bin" / "python"), str(tmp_path / "cache")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    assert resolve_package(python, cache_dir=cache)["install"] == "missing"
+    assert resolve_package(python, cache_dir=cache)["install"] == "missing" and len(probes) == 1
+    # A checkout in the working directory: `python -c` imports it from there.
+    (workdir / "sglang").mkdir()
+    (workdir / "sglang" / "__init__.py").write_text("")
+    (workdir / "sglang" / "version.py").write_text('__version__ = "0.9.1"\n')
+    found = resolve_package(python, cache_dir=cache)
+    assert len(probes) == 2 and found["location"] == str(workdir / "sglang")
+    # Another working directory holds no checkout: read again.
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert resolve_package(python, cache_dir=cache)["install"] == "missing" and len(probes) == 3
+
+
+def test_check_mode_writes_nothing_and_a_bad_entry_is_a_miss(venvs, tmp_path, probes):
+    python, cache = str(venvs["0.5.23"] / "bin" / "python"), tmp_path / "cache"
+    resolve_package(python, cache_dir=str(cache), check_mode=True)
+    assert not cache.exists()
+    first = resolve_package(python, cache_dir=str(cache))
+    [entry] = list(cache.iterdir())
+    entry.write_text('{"format": 3, "raw": [], "cwd": "/", "paths": [], "fingerprint": []}')
+    assert without_elapsed(resolve_package(python, cache_dir=str(cache))) == without_elapsed(first)
+    assert len(probes) == 3
+
+
+def test_an_editable_install_is_watched_where_it_points(venvs, tmp_path):
+    from ansible_collections.gpufleet.sglang.plugins.module_utils import python_package
+
+    python = str(venvs["editable"] / "bin" / "python")
+    cache = tmp_path / "cache"
+    found = resolve_package(python, cache_dir=str(cache))
+    [entry] = [json.loads(p.read_text()) for p in cache.iterdir()]
+    watched = entry["paths"]
+    sp = site_packages(venvs["editable"])
+    assert str(sp) in watched and found["dist_info"] + "/RECORD" in watched
+    assert set(found["search_roots"]) <= set(watched)
+    assert any(p.startswith(str(sp / "__editable__")) for p in watched), watched
+    assert python_package._probe_watched(python, entry["raw"]) == watched
