@@ -217,7 +217,7 @@ class _Run(object):
         self.units = {}
         self.packages = {}
         self.releases = {}
-        gpus = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"])
+        gpus = nvidia_smi.query_gpus(params.get("nvidia_smi"), params["timeout"], params.get("cache"), check_mode)
         self.host = {"gpus": gpus, "related_units": unit_states(params.get("related_units") or [])}
         self.manager_env = manager_environment(run_systemctl)
         if params.get("user"):

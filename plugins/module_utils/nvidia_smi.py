@@ -14,6 +14,14 @@ import shutil
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.gpu_arch import describe
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
+from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
+    CACHE_FORMAT,
+    cache_read,
+    cache_write,
+    entry_key,
+    fingerprint_files,
+    matches_shape,
+)
 
 # --query-gpu fields, in the order asked, with the key and the kind of value each gets in a GPU dict.
 # A real H200 (driver 580.159.04) answered exactly this query (tests/fixtures/nvidia-smi/h200-gpu-info).
@@ -190,11 +198,12 @@ def _empty(state, **extra):
     return result
 
 
-def query_gpus(nvidia_smi=None, timeout=30):
+def query_gpus(nvidia_smi=None, timeout=30, cache_dir=None, check_mode=False):
     """gpu_info's result: GPUs, their compute processes and units, from nvidia-smi (PATH by default).
 
     nvidia_smi is "present", or "missing" / "error" with the reason in error; nothing raises for
-    the host's state. Raises ValueError for a timeout that is not more than 0.
+    the host's state. Raises ValueError for a timeout that is not more than 0. With cache_dir (the
+    on-host cache), the CUDA version is kept by driver version (_cached_cuda_version).
     """
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError("timeout must be more than 0 (seconds), not %r" % (timeout,))
@@ -204,23 +213,32 @@ def query_gpus(nvidia_smi=None, timeout=30):
                       % (" at %s" % smi if smi else " on PATH"))
     env = c_locale_env()
     outputs = []
-    for query in (QUERY_GPUS, QUERY_APPS, QUERY_BANNER):
-        run = run_argv([smi] + query, timeout=timeout, env=env)
-        if not run.ok:
-            said = (run.stdout.strip() or run.stderr.strip() or run.error or "").splitlines()
-            reason = "timed out after %ss" % timeout if run.timed_out else (
-                "rc=%s: %s" % (run.rc, said[0] if said else "no output"))
-            if _BAD_FIELD.search(run.stdout):
-                reason += " (this NVIDIA driver is older than gpu_info needs: it asks for %s)" % ",".join(GPU_FIELDS)
-            what = query[0].split("=", 1)[0] if query else "(no options, for the CUDA version)"
-            return _empty("error", error="%s %s failed (%s)" % (smi, what, reason), nvidia_smi_path=smi)
-        outputs.append(run.stdout)
+    for query in (QUERY_GPUS, QUERY_APPS):
+        output, failed = _run_query(smi, query, timeout, env)
+        if failed:
+            return failed
+        outputs.append(output)
     try:
         gpus = parse_gpus(outputs[0])
         apps = parse_apps(outputs[1])
     except NvidiaSmiParseError as exc:
         return _empty("error", error="%s printed something else than the CSV asked for: %s" % (smi, exc),
                       nvidia_smi_path=smi)
+    driver = gpus[0]["driver_version"] if gpus else None
+    key = _cuda_version_key(smi, driver) if cache_dir and driver else None
+    cached = cache_read(cache_dir, key, _valid_cuda_version)[0] if key else None
+    if cached:
+        cuda_version = cached["cuda_version"]
+    else:
+        banner, failed = _run_query(smi, QUERY_BANNER, timeout, env)
+        if failed:
+            return failed
+        cuda_version = parse_cuda_version(banner)
+        if key and not check_mode:
+            try:
+                cache_write(cache_dir, key, {"cuda_version": cuda_version})
+            except OSError:
+                pass  # the cache is an optimisation: the banner is read again next time
     gpus, apps = attach(gpus, apps)
     for gpu in gpus:
         # The architecture's name and sm_XY beside the capability: what the plan's GPU limits and the report name.
@@ -229,10 +247,35 @@ def query_gpus(nvidia_smi=None, timeout=30):
     return {
         "nvidia_smi": "present",
         "nvidia_smi_path": smi,
-        "driver_version": gpus[0]["driver_version"] if gpus else None,
-        "cuda_version": parse_cuda_version(outputs[2]),
+        "driver_version": driver,
+        "cuda_version": cuda_version,
         "gpus": gpus,
         "processes": apps,
         "gpu_count": len(gpus),
         "units": sorted(set(a["unit"] for a in apps if a["unit"])),
     }
+
+
+def _run_query(smi, query, timeout, env):
+    """(stdout, None), or (None, the error result) when nvidia-smi fails."""
+    run = run_argv([smi] + query, timeout=timeout, env=env)
+    if run.ok:
+        return run.stdout, None
+    said = (run.stdout.strip() or run.stderr.strip() or run.error or "").splitlines()
+    reason = "timed out after %ss" % timeout if run.timed_out else (
+        "rc=%s: %s" % (run.rc, said[0] if said else "no output"))
+    if _BAD_FIELD.search(run.stdout):
+        reason += " (this NVIDIA driver is older than gpu_info needs: it asks for %s)" % ",".join(GPU_FIELDS)
+    what = query[0].split("=", 1)[0] if query else "(no options, for the CUDA version)"
+    return None, _empty("error", error="%s %s failed (%s)" % (smi, what, reason), nvidia_smi_path=smi)
+
+
+def _cuda_version_key(smi, driver):
+    """The CUDA version a driver supports is the driver's (its libcuda): plain nvidia-smi, which prints it, took
+    105 ms on an H200 host, as long as both queries together. Kept by driver version and nvidia-smi's own file."""
+    return entry_key({"format": CACHE_FORMAT, "kind": "cuda_version", "nvidia_smi": smi, "driver_version": driver,
+                      "binary": fingerprint_files([os.path.realpath(smi)])})
+
+
+def _valid_cuda_version(entry):
+    return matches_shape(entry, {"cuda_version": (str, type(None))})

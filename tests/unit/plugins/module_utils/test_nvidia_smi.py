@@ -285,3 +285,26 @@ def test_a_driver_without_a_queried_field_is_a_clear_error(monkeypatch):
     assert (r["nvidia_smi"], r["gpus"], r["cuda_version"]) == ("error", [], None)
     assert r["error"].startswith('%s --query-gpu failed (rc=2: Field "compute_cap" is not a valid field to query. '
                                  "(this NVIDIA driver is older than gpu_info needs: it asks for index,name," % FAKE)
+
+
+def test_the_cuda_version_is_kept_by_driver_version(recorded_smi, tmp_path):
+    """The banner (plain nvidia-smi, 105 ms on the H200) is read once a driver; the GPUs and processes every run."""
+    cache = tmp_path / "cache"
+    calls = tmp_path / "calls"
+    real = recorded_smi.read_text()
+    # Each call logged: the same recorded answers.
+    recorded_smi.write_text(real.replace("import sys\n", "import sys\nopen(%r, 'a').write(repr(sys.argv[1:]) + '\\n')\n"
+                                         % str(calls), 1))
+    assert query_gpus(str(recorded_smi), 30, str(cache), check_mode=True)["cuda_version"] == "13.0"
+    assert not cache.exists()
+    first = query_gpus(str(recorded_smi), 30, str(cache))
+    again = query_gpus(str(recorded_smi), 30, str(cache))
+    assert again == first and first["cuda_version"] == "13.0"
+    asked = calls.read_text().splitlines()
+    assert asked.count("[]") == 2 and len(asked) == 8  # the banner in check mode and the first run only
+    # Another driver (the GPUs' query says which): the banner again.
+    csv = tmp_path / "other-driver.csv"
+    csv.write_text((FIX / "h100x8.gpus.csv").read_text().replace("550.90.07", "560.35.03"))
+    recorded_smi.write_text(recorded_smi.read_text().replace(str(FIX / "h100x8.gpus.csv"), str(csv)))
+    assert query_gpus(str(recorded_smi), 30, str(cache))["driver_version"] == "560.35.03"
+    assert calls.read_text().splitlines().count("[]") == 3
