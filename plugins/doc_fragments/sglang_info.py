@@ -106,12 +106,11 @@ options:
   cache:
     description:
       - On-host cache directory for the flags, the source search, the release's limits, which services may run
-        SGLang, where each interpreter imports SGLang from and the CUDA version of the GPUs' driver (nothing is written
-        in check mode). Each entry is served
-        only while the files it was read from are unchanged; which services may run SGLang, also while every
-        service's state is (C(systemctl list-units)); where an interpreter imports SGLang from, also while its
-        environment, the working directory, each directory on its search path and the .pth files there are; the
-        CUDA version, for that driver version and C(nvidia-smi).
+        SGLang, where each interpreter imports SGLang from and the CUDA version of the GPUs' driver (nothing is
+        written in check mode). Each entry is served only while the files it was read from are unchanged; which
+        services may run SGLang, also while every service's state is (C(systemctl list-units)); where an interpreter
+        imports SGLang from, also while its environment, the working directory, each directory on its search path
+        and the .pth files there are; the CUDA version, for that driver version and C(nvidia-smi).
     type: path
   timeout:
     description: Seconds for each probe of the interpreter and each C(nvidia-smi) call.
