@@ -4,13 +4,63 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ast
 import os
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-SGLANG_FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sglang"
+REPO = Path(__file__).resolve().parents[4]
+SGLANG_FIXTURES = REPO / "tests" / "fixtures" / "sglang"
+
+
+def pytest_collection_modifyitems(config, items):
+    """With GPUFLEET_TESTS_CORE_DEPENDENT_ONLY=1 (scripts/test.sh versions: the unit tests under each other
+    ansible-core the collection claims), only the tests of this folder whose code reaches ansible-core run. The others
+    test target code that imports nothing of it: under another ansible-core they run the same code on the same
+    interpreter as pytest's run of them, so they are deselected, not run again."""
+    if os.environ.get("GPUFLEET_TESTS_CORE_DEPENDENT_ONLY") != "1":
+        return
+    here = str(Path(__file__).parent)
+    kept, deselected, verdicts = [], [], {}
+    for item in items:
+        path = str(item.fspath)
+        if path.startswith(here) and path not in verdicts:
+            verdicts[path] = _reaches_ansible_core(path, set())
+        (kept if verdicts.get(path, True) else deselected).append(item)
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+def _imports(path):
+    """The modules a Python file imports (absolute imports; `from package import name` also as package.name)."""
+    with open(path, "rb") as handle:
+        tree = ast.parse(handle.read())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(node.module + "." + alias.name for alias in node.names)
+    return names
+
+
+def _reaches_ansible_core(path, seen):
+    """Whether the file, or a module of this repository it imports (the installed collection, the test helpers),
+    imports ansible (ansible-core), directly or through others."""
+    for name in _imports(path):
+        if name == "ansible" or name.startswith("ansible."):
+            return True
+        source = getattr(sys.modules.get(name), "__file__", None)
+        if source and source.startswith(str(REPO)) and source.endswith(".py") and source not in seen:
+            seen.add(source)
+            if _reaches_ansible_core(source, seen):
+                return True
+    return False
 
 
 @pytest.fixture
