@@ -3,11 +3,13 @@
 The figures are the stand-in's, not a GPU's: what is tested is that the model keeps its documented arithmetic
 (block size, step cost, noise, speculation that stops), since the lab's scenarios and judges rely on it."""
 
+import json
 import random
 import statistics
 import sys
 from pathlib import Path
 
+import jinja2
 import pytest
 import yaml
 
@@ -95,20 +97,25 @@ def test_a_step_cost_of_13_9_is_exactly_10_percent_slower_at_every_load(tmp_path
 
 
 def lab_markers():
-    """{(drafter directory, marker): content} of the lab's provisioning, and {directory: block size}."""
-    tasks = yaml.safe_load((TESTS / "containers" / "provision.yml").read_text())[0]["tasks"]
+    """{(drafter directory, marker): content} of the lab's provisioning, and {directory: block size}: the model files it
+    writes (gpufleet_lab__model_files, their templates rendered as Ansible would) and the markers its tasks copy."""
+    play = yaml.safe_load((TESTS / "containers" / "provision.yml").read_text())[0]
     markers, blocks = {}, {}
-    for task in tasks:
+    for entry in play["vars"]["gpufleet_lab__model_files"]:
+        directory, name = entry["path"].split("/")[2:4]
+        content = jinja2.Environment(keep_trailing_newline=True).from_string(entry["content"]).render(play["vars"])
+        if name == "GPUFLEET_STANDIN_ACCEPT_LENGTH":
+            markers[(directory, name)] = float(content)
+        elif name.startswith("GPUFLEET_STANDIN_"):
+            markers[(directory, name)] = content.strip()
+        elif name == "config.json" and "DFlashDraftModel" in content and "dflash_config" in content:
+            blocks[directory] = json.loads(content)["dflash_config"]["block_size"]
+    for task in play["tasks"]:
         copy = task.get("ansible.builtin.copy") or {}
         dest = str(copy.get("dest") or "")
-        if "GPUFLEET_STANDIN_ACCEPT_LENGTH" in dest:
-            for item in task["loop"]:
-                markers[(item["dir"], "GPUFLEET_STANDIN_ACCEPT_LENGTH")] = float(item["accept_length"])
-        elif dest.startswith("/models/") and "GPUFLEET_STANDIN_" in dest:
+        if dest.startswith("/models/") and "GPUFLEET_STANDIN_" in dest:
             directory, name = dest.split("/")[2:4]
             markers[(directory, name)] = str(copy["content"]).strip()
-        elif dest.endswith("/config.json") and "{{ item.dir }}" in dest:
-            blocks.update((item["dir"], item["block"]) for item in task["loop"])
     return markers, blocks
 
 
