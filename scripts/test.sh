@@ -80,7 +80,7 @@ run_stage() {
 run_all() {
   local log=.cache/test-logs/checks-lane.log checks_rc=0 system_rc=0 pid
   # shellcheck disable=SC2054 # molecule:A,B is one stage naming two scenarios
-  local checks=(lint sanity versions molecule:canary,brownfield) system=(pytest molecule:fleet,multi,traffic,default)
+  local checks=(lint sanity versions molecule:canary) system=(pytest molecule:fleet,multi,traffic,default,brownfield)
   mkdir -p "$(dirname "$log")"
   export GPUFLEET_TEST_LANE=1
   "$0" "${checks[@]}" >"$log" 2>&1 &
