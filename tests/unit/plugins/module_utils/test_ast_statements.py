@@ -5,9 +5,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ast
-import os
 import sys
-import tarfile
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.ast_statements import statements
 
@@ -35,19 +33,11 @@ def test_every_statement_in_ast_walk_s_order():
     assert sum(isinstance(node, ast.FunctionDef) for node in found) == 5 + (sys.version_info >= (3, 10))
 
 
-def test_the_releases_parser_sources_alike(tmp_path):
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "sglang")
-    for release in os.listdir(root):
-        archive = os.path.join(root, release, "parser-sources.tar.xz")
-        if os.path.exists(archive):
-            with tarfile.open(archive) as tar:
-                tar.extractall(str(tmp_path / release))
+def test_the_releases_parser_sources_alike(release_sources):
     checked = 0
-    for folder, _dirs, files in os.walk(str(tmp_path)):
-        for name in files:
-            if name.endswith(".py"):
-                with open(os.path.join(folder, name), "rb") as handle:
-                    tree = ast.parse(handle.read())
-                assert list(statements(tree)) == walked(tree), name
-                checked += 1
+    for package in release_sources.values():
+        for path in sorted(package.rglob("*.py")):
+            tree = ast.parse(path.read_bytes())
+            assert list(statements(tree)) == walked(tree), path
+            checked += 1
     assert checked >= 8

@@ -5,9 +5,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ast
-import os
 import sys
-import tarfile
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.source_search.definitions import (
     definitions_in,
@@ -51,23 +49,14 @@ def test_definitions_nested_in_every_kind_of_statement(tmp_path):
     assert names == expected + (["dflash_case"] if sys.version_info >= (3, 10) else [])
 
 
-def test_the_same_definitions_as_a_walk_of_every_node(tmp_path):
+def test_the_same_definitions_as_a_walk_of_every_node(release_sources):
     # The releases' real parser sources: what the statement walk finds is what ast.walk over every node finds.
     matcher = LineMatcher(["DFLASH", "speculative", "parser", "args", "server"], [])
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "sglang")
-    for release in os.listdir(root):
-        archive = os.path.join(root, release, "parser-sources.tar.xz")
-        if os.path.exists(archive):
-            with tarfile.open(archive) as tar:
-                tar.extractall(str(tmp_path / release))
     checked = found = 0
-    for folder, _dirs, files in os.walk(str(tmp_path)):
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(folder, name)
-            with open(path, "rb") as handle:
-                tree = ast.parse(handle.read())
+    for package in release_sources.values():
+        for source in sorted(package.rglob("*.py")):
+            path = str(source)
+            tree = ast.parse(source.read_bytes())
             every = sorted((n.lineno, n.name) for n in ast.walk(tree)
                            if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                            and matcher.is_definition_name(n.name))
