@@ -16,8 +16,8 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils.gpu_arch import de
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import c_locale_env, run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
     CACHE_FORMAT,
+    cache_keep,
     cache_read,
-    cache_write,
     entry_key,
     fingerprint_files,
     matches_shape,
@@ -203,7 +203,7 @@ def query_gpus(nvidia_smi=None, timeout=30, cache_dir=None, check_mode=False):
 
     nvidia_smi is "present", or "missing" / "error" with the reason in error; nothing raises for
     the host's state. Raises ValueError for a timeout that is not more than 0. With cache_dir (the
-    on-host cache), the CUDA version is kept by driver version (_cached_cuda_version).
+    on-host cache), the CUDA version is kept by driver version (_cuda_version_key).
     """
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError("timeout must be more than 0 (seconds), not %r" % (timeout,))
@@ -235,10 +235,7 @@ def query_gpus(nvidia_smi=None, timeout=30, cache_dir=None, check_mode=False):
             return failed
         cuda_version = parse_cuda_version(banner)
         if key and not check_mode:
-            try:
-                cache_write(cache_dir, key, {"cuda_version": cuda_version})
-            except OSError:
-                pass  # the cache is an optimisation: the banner is read again next time
+            cache_keep(cache_dir, key, {"cuda_version": cuda_version})
     gpus, apps = attach(gpus, apps)
     for gpu in gpus:
         # The architecture's name and sm_XY beside the capability: what the plan's GPU limits and the report name.

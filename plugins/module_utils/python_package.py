@@ -23,8 +23,8 @@ from ansible_collections.gpufleet.sglang.plugins.module_utils import package_pro
 from ansible_collections.gpufleet.sglang.plugins.module_utils.process import run_argv
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
     CACHE_FORMAT,
+    cache_keep,
     cache_read,
-    cache_write,
     entry_key,
     fingerprint_files,
     matches_shape,
@@ -99,12 +99,9 @@ def resolve_package(python, name="sglang", environment=None, timeout=30, cache_d
     if raw is None:
         raw = _run_probe(python, name, environment, timeout)
         if key and not check_mode and not raw.get("errors"):
-            try:
-                paths = _probe_watched(python, raw)
-                cache_write(cache_dir, key, {"raw": raw, "cwd": os.getcwd(), "paths": paths,
-                                             "fingerprint": fingerprint_files(paths)})
-            except OSError:
-                pass  # the cache is an optimisation: the probe runs again next time
+            paths = _probe_watched(python, raw)
+            cache_keep(cache_dir, key, {"raw": raw, "cwd": os.getcwd(), "paths": paths,
+                                        "fingerprint": fingerprint_files(paths)})
     try:
         result = classify(raw, name)
     except BrokenInstall as exc:

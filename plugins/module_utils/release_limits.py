@@ -26,8 +26,8 @@ import re
 from ansible_collections.gpufleet.sglang.plugins.module_utils.ast_statements import statements
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
     CACHE_FORMAT,
+    cache_keep,
     cache_read,
-    cache_write,
     entry_key,
     fingerprint_files,
     matches_shape,
@@ -324,8 +324,5 @@ def cached_limits_from_package(package_dir, cache_dir, check_mode=False):
         return hit
     found = limits_from_package(package_dir)
     if not check_mode and not found["problems"]:
-        try:
-            cache_write(cache_dir, key, found)
-        except OSError:
-            pass  # the cache is an optimisation: a directory that cannot be written is read from the source next time
+        cache_keep(cache_dir, key, found)
     return found

@@ -86,3 +86,12 @@ def cache_write(cache_dir, key, data):
             os.unlink(tmp)
         raise
     return path
+
+
+def cache_keep(cache_dir, key, data):
+    """cache_write for a cache that is only an optimisation: a directory that cannot be written is a miss next time,
+    never an error of the run."""
+    try:
+        cache_write(cache_dir, key, data)
+    except OSError:
+        pass

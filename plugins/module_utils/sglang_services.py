@@ -18,8 +18,8 @@ import os
 import re
 
 from ansible_collections.gpufleet.sglang.plugins.module_utils.result_cache import (
+    cache_keep,
     cache_read,
-    cache_write,
     entry_key,
     fingerprint_files,
     matches_shape,
@@ -205,11 +205,8 @@ def _sglang_candidates(loaded, run_systemctl, cache_dir=None, check_mode=False):
             candidates.append(show["Id"])
     if key and not check_mode:
         printed = dict((p, [p, m, n]) for p, m, n in fingerprint_files(sorted(scripts)))
-        try:
-            cache_write(cache_dir, key, {"candidates": candidates,
-                                         "scripts": [printed.get(p, [p, None, None]) for p in sorted(scripts)]})
-        except OSError:
-            pass  # a cache that cannot be written is a miss next time
+        cache_keep(cache_dir, key, {"candidates": candidates,
+                                    "scripts": [printed.get(p, [p, None, None]) for p in sorted(scripts)]})
     return candidates
 
 
