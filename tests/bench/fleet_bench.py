@@ -11,10 +11,14 @@ says so and how many would. For each N, on the same N hosts, with the same forks
 SSH options, in one run: the baseline `ansible -m setup`, then gather_facts.yml with the on-host caches
 removed (cold), then again (warm). One line per N, the largest last:
 
-    hosts=N setup=S cold=C warm=W cold/setup=R1 warm/setup=R2 cpu_cold/setup=R3 cpu_warm/setup=R4
+    hosts=N setup=S cold=C warm=W cold/setup=R1 warm/setup=R2 cpu_cold/setup=R3 cpu_warm/setup=R4 ctl_cold/setup=R5
+    ctl_warm/setup=R6
 
 S, C, W: wall seconds; R3, R4: the CPU seconds each spent (the controller's processes and the nodes' containers,
-from their cgroups) over setup's, which other jobs on a shared machine disturb far less than the wall time.
+from their cgroups) over setup's, which other jobs on a shared machine disturb far less than the wall time; R5, R6:
+the controller's CPU alone (ansible, its forks, ssh) over setup's. Here every node shares this machine's cores, so
+the nodes' CPU is wall time; on a fleet each host runs its module on its own CPU, and the controller's is what grows
+with the host count.
 Then, for each N (unless --no-noop), after every gather: the nodes' services started (the stand-in builds SGLang's
 parser from the release's source there, about 40 MB a server, so that a hundred fit one machine), switched once by
 playbooks/deploy_dflash.yml (serial 100%, no speed probe), and in each round `ansible -m setup` beside the same
@@ -145,16 +149,21 @@ class CpuMeter:
 
 
 def timed(argv, env, meter):
-    """(wall seconds, CPU seconds of the controller and the nodes or None)."""
+    """(wall seconds, CPU seconds of the controller and the nodes or None, the controller's CPU seconds)."""
+    proc, measured = measured_run(argv, env, meter)
+    if proc.returncode != 0:
+        sys.exit("%s failed:\n%s\n%s" % (" ".join(map(str, argv[:6])), proc.stdout[-3000:], proc.stderr[-2000:]))
+    return measured
+
+
+def measured_run(argv, env, meter):
+    """argv's process and (wall seconds, CPU seconds of the controller and the nodes or None, the controller's)."""
     nodes0, ctl0 = meter.nodes(), meter.controller()
     start = time.perf_counter()
     proc = sh(argv, env=env, check=False)
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        sys.exit("%s failed:\n%s\n%s" % (" ".join(map(str, argv[:6])), proc.stdout[-3000:], proc.stderr[-2000:]))
-    nodes1 = meter.nodes()
-    cpu = meter.controller() - ctl0 + (nodes1 - nodes0) if nodes0 is not None else None
-    return elapsed, cpu
+    nodes1, controller = meter.nodes(), meter.controller() - ctl0
+    return proc, (elapsed, controller + (nodes1 - nodes0) if nodes0 is not None else None, controller)
 
 
 def rolling(inv, env, forks, serial):
@@ -186,21 +195,17 @@ def unswitched_hosts(output, names):
 
 def noop_rounds(inv, env, forks, meter, repeat):
     """Each round `ansible -m setup` and deploy_dflash.yml with nothing to do (it must change nothing), side by side:
-    [(setup wall, setup CPU)], [(deploy wall, deploy CPU)]."""
+    [timed's (wall, CPU, controller's CPU) of setup], [the same of the deploy]."""
     setup = ["ansible", "-i", inv, "all", "-f", forks, "-m", "ansible.builtin.setup"]
     deploy = ["ansible-playbook", "-i", inv, "-f", forks, REPO / "playbooks" / "deploy_dflash.yml"]
     base, noop = [], []
     for _round in range(repeat):
         base.append(timed(setup, env, meter))
-        nodes0, ctl0 = meter.nodes(), meter.controller()
-        start = time.perf_counter()
-        proc = sh(deploy, env=env, check=False)
-        elapsed = time.perf_counter() - start
-        nodes1 = meter.nodes()
+        proc, measured = measured_run(deploy, env, meter)
         changed = [int(n) for n in re.findall(r"^\S+\s+: ok=\d+\s+changed=(\d+)", proc.stdout, re.M)]
         if proc.returncode != 0 or not changed or any(changed):
             sys.exit("the deploy with nothing to do failed or changed something:\n%s" % proc.stdout[-4000:])
-        noop.append((elapsed, meter.controller() - ctl0 + (nodes1 - nodes0) if nodes0 is not None else None))
+        noop.append(measured)
     return base, noop
 
 
@@ -264,6 +269,8 @@ def main():
             if meter.complete:
                 cs, cc, cw = (statistics.median(x[1] for x in runs) for runs in (base, cold, warm))
                 line += " cpu_cold/setup=%.2f cpu_warm/setup=%.2f" % (cc / cs, cw / cs)
+            ks, kc, kw = (statistics.median(x[2] for x in runs) for runs in (base, cold, warm))
+            line += " ctl_cold/setup=%.2f ctl_warm/setup=%.2f" % (kc / ks, kw / ks)
             lines.append((hosts, c / s, w / s))
             print(line, flush=True)
         # After every gather (a switched service would add its probe request to the report): the same N hosts
